@@ -1,0 +1,1 @@
+"""Command-line entry points: ``echsd`` (daemon and admin verbs) and ``echs`` (thin client)."""

@@ -1,0 +1,156 @@
+"""The event record shared by the store, the thread runtime and the wire.
+
+An event is what happened on a thread, numbered by a per-thread ``seq`` (1, 2, 3, ...).
+Events are written to the durable log first and only then published to live listeners,
+so a client never sees an event that a crash could take back.
+
+``EVENT_TYPES`` is the one catalogue of event types and their ``data`` fields; the
+protocol documentation is generated from it and tests check emitted events against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    thread_id: str
+    seq: int
+    type: str
+    ts: float
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def envelope(self) -> dict[str, Any]:
+        """The wire form (CONTRACT.md 3.3)."""
+        return {
+            "event": self.type,
+            "thread_id": self.thread_id,
+            "seq": self.seq,
+            "ts": self.ts,
+            "data": self.data,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EventSpec:
+    description: str
+    fields: dict[str, str]
+    stored: bool = True  # False: synthesised for one client, never in the log
+
+
+EVENT_TYPES: dict[str, EventSpec] = {
+    "thread.created": EventSpec(
+        "A thread was created.", {"thread": "the thread object"}
+    ),
+    "thread.configured": EventSpec(
+        "The thread's config changed (hot swap).",
+        {"config": "the full new config", "changed": "list of keys that changed"},
+    ),
+    "thread.state": EventSpec(
+        "The thread's state changed.",
+        {"state": "idle | running | paused | killed", "reason": "optional text"},
+    ),
+    "thread.killed": EventSpec("The thread was killed for good.", {"reason": "text"}),
+    "thread.compacted": EventSpec(
+        "The thread's context was compacted.",
+        {"items_before": "int", "items_after": "int", "reason": "manual | auto"},
+    ),
+    "turn.started": EventSpec(
+        "A turn started.", {"turn_id": "str", "input_ids": "inputs that started it"}
+    ),
+    "turn.delta": EventSpec(
+        "Assistant text streamed from the model.",
+        {"turn_id": "str", "item_id": "str", "delta": "text"},
+    ),
+    "turn.reasoning_delta": EventSpec(
+        "Reasoning summary text streamed from the model.",
+        {"turn_id": "str", "item_id": "str", "delta": "text"},
+    ),
+    "item.completed": EventSpec(
+        "An item was appended to the history.",
+        {"turn_id": "str or null", "item": "the Responses item exactly as stored"},
+    ),
+    "tool.started": EventSpec(
+        "A tool call began running.",
+        {"turn_id": "str", "call_id": "str", "name": "str", "arguments": "parsed or raw"},
+    ),
+    "tool.output": EventSpec(
+        "Progress output of a running tool.",
+        {"turn_id": "str", "call_id": "str", "stream": "stdout | stderr", "chunk": "text"},
+    ),
+    "tool.completed": EventSpec(
+        "A tool call finished; its output item follows as item.completed.",
+        {
+            "turn_id": "str",
+            "call_id": "str",
+            "name": "str",
+            "ok": "bool",
+            "output": "text given to the model",
+            "duration_ms": "float",
+        },
+    ),
+    "turn.usage": EventSpec(
+        "Token usage of the turn.",
+        {
+            "turn_id": "str",
+            "input_tokens": "int",
+            "cached_tokens": "int",
+            "output_tokens": "int",
+            "reasoning_tokens": "int",
+        },
+    ),
+    "turn.completed": EventSpec(
+        "The turn ended normally.", {"turn_id": "str", "final_text": "last assistant text"}
+    ),
+    "turn.interrupted": EventSpec(
+        "The turn ended by interrupt, pause, kill or daemon restart.",
+        {"turn_id": "str", "reason": "interrupt | pause | kill | shutdown | restart"},
+    ),
+    "turn.error": EventSpec(
+        "The turn ended in error (or the worker crashed).",
+        {"turn_id": "str or null", "error": "{code, message}"},
+    ),
+    "input.queued": EventSpec(
+        "An input waits in the thread's queue.", {"input_id": "str", "position": "int"}
+    ),
+    "input.delivered": EventSpec(
+        "An input reached the model's history.",
+        {"input_id": "str", "turn_id": "str", "mode": "send | queue | steer"},
+    ),
+    "input.dropped": EventSpec(
+        "An input will never be delivered.", {"input_id": "str", "reason": "text"}
+    ),
+    "subagent.spawned": EventSpec(
+        "This thread spawned a child thread.", {"child_id": "str", "agent_type": "str"}
+    ),
+    "subagent.completed": EventSpec(
+        "A child thread finished a turn.",
+        {"child_id": "str", "status": "completed | interrupted | error | killed", "final_text": "str"},
+    ),
+    "blackboard.changed": EventSpec(
+        "A blackboard entry this thread watches changed.",
+        {"key": "str", "value": "JSON value or null when deleted", "version": "int", "writer": "thread id or client"},
+    ),
+    "approval.requested": EventSpec(
+        "A tool call waits for a client's approval.", {"approval_id": "str", "call_id": "str", "name": "str"}
+    ),
+    "approval.resolved": EventSpec(
+        "An approval request was answered.", {"approval_id": "str", "decision": "str"}
+    ),
+    "tool.call": EventSpec(
+        "A call of a client-registered remote tool (sent to that client).",
+        {"call_id": "str", "name": "str", "arguments": "object"},
+    ),
+    "events.gap": EventSpec(
+        "Events in [from_seq, to_seq] were not delivered (slow client or retention); "
+        "re-read them with thread.events or subscribe since=from_seq-1 (retained ones only). "
+        "Its own seq is from_seq-1, the last seq delivered before the gap.",
+        {"from_seq": "int", "to_seq": "int", "reason": "backpressure | retention"},
+        stored=False,
+    ),
+}
+
+TERMINAL_TURN_EVENTS = frozenset({"turn.completed", "turn.interrupted", "turn.error"})
+DELTA_EVENTS = frozenset({"turn.delta", "turn.reasoning_delta", "tool.output"})
