@@ -1,0 +1,122 @@
+"""The mock upstream server: trio + h11, one task per connection."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import h11
+import trio
+
+from echsd.codex.mock.app import JsonAnswer, MockApp, RecordedRequest, StreamAnswer
+from echsd.codex.mock.http11 import Connection
+from echsd.codex.mock.playback import play
+from echsd.codex.mock.script import Script, load_script, parse_script
+from echsd.logs import get_logger, register_secret
+
+log = get_logger(__name__)
+
+
+def as_script(script: Script | dict[str, Any] | str | Path | None) -> Script | None:
+    """A ``Script``, its JSON-like document, or the path of a script file."""
+    if script is None or isinstance(script, Script):
+        return script
+    if isinstance(script, dict):
+        return parse_script(script)
+    return load_script(script)
+
+
+class MockUpstream:
+    """A scripted Responses API server on loopback. Run ``serve`` in a nursery
+    (``await nursery.start(mock.serve)``) or use ``open_mock_upstream``."""
+
+    def __init__(
+        self,
+        script: Script | dict[str, Any] | str | Path | None = None,
+        *,
+        require_token: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        register_secret(require_token)
+        self.app = MockApp(as_script(script), require_token)
+        self.host = host
+        self.port = port
+
+    @property
+    def base_url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        return self.app.requests
+
+    async def wait_requests(self, count: int) -> None:
+        await self.app.wait_requests(count)
+
+    def reset(self) -> None:
+        self.app.reset()
+
+    async def serve(self, *, task_status: trio.TaskStatus[MockUpstream] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(partial(trio.serve_tcp, self._connection, self.port, host=self.host))
+            self.port = listeners[0].socket.getsockname()[1]
+            log.info("mock upstream listening", url=self.base_url)
+            task_status.started(self)
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        try:
+            await self._serve_requests(Connection(stream))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
+            pass
+        except Exception:  # a mock bug must not take down the process hosting it (the daemon)
+            log.exception("mock upstream failed while serving a connection")
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    async def _serve_requests(self, conn: Connection) -> None:
+        while (received := await conn.next_request()) is not None:
+            request, raw = received
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers}
+            answer = self.app.handle(request.method.decode(), request.target.decode("latin-1"), headers, raw)
+            if isinstance(answer, JsonAnswer):
+                await conn.send_json(answer.status, answer.body, answer.headers)
+            elif not await self._stream(conn, answer):
+                return
+            if not conn.reusable():
+                return
+
+    async def _stream(self, conn: Connection, answer: StreamAnswer) -> bool:
+        """Play a streaming answer while watching for the client hanging up."""
+        hung_up = answer.record.disconnected
+        keep = False
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(conn.watch_for_hangup, hung_up, nursery.cancel_scope)
+            try:
+                keep = await play(conn, answer)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                hung_up.set()
+            nursery.cancel_scope.cancel()
+        return keep and not hung_up.is_set()
+
+
+@asynccontextmanager
+async def open_mock_upstream(
+    script: Script | dict[str, Any] | str | Path | None = None,
+    require_token: str | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> AsyncIterator[MockUpstream]:
+    """``async with open_mock_upstream() as mock:`` a running mock at ``mock.base_url``."""
+    mock = MockUpstream(script, require_token=require_token, host=host, port=port)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(mock.serve)
+        try:
+            yield mock
+        finally:
+            nursery.cancel_scope.cancel()

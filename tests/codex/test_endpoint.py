@@ -1,0 +1,61 @@
+"""endpoint_from_settings: provider -> URL and auth, as ``serve`` resolves them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from echsd.codex import (
+    ApiKeyAuth,
+    CodexAuth,
+    NoAuth,
+    ResponsesRequest,
+    endpoint_from_settings,
+)
+from echsd.settings import load_settings
+
+
+def settings(tmp_path: Path, flags: dict, **env: str):
+    base = {"HOME": str(tmp_path), "ECHS_STATE_DIR": str(tmp_path / "state"), "CODEX_HOME": str(tmp_path / "codex")}
+    return load_settings(flags, {**base, **env})
+
+
+def test_openai_with_key(tmp_path: Path) -> None:
+    endpoint = endpoint_from_settings(settings(tmp_path, {"provider": "openai"}, OPENAI_API_KEY="sk-test-key-123"))
+    assert isinstance(endpoint.auth, ApiKeyAuth)
+    assert endpoint.responses_url == "https://api.openai.com/v1/responses"
+    assert endpoint.compact_url == "https://api.openai.com/v1/responses/compact"
+    assert "sk-test-key-123" not in repr(endpoint)
+
+
+def test_openai_local_endpoint_without_key(tmp_path: Path) -> None:
+    endpoint = endpoint_from_settings(settings(tmp_path, {"provider": "openai", "base_url": "http://127.0.0.1:8765/v1/"}))
+    assert isinstance(endpoint.auth, NoAuth) and endpoint.responses_url == "http://127.0.0.1:8765/v1/responses"
+
+
+def test_codex_login(tmp_path: Path) -> None:
+    (tmp_path / "codex").mkdir()
+    (tmp_path / "codex" / "auth.json").write_text(json.dumps({"tokens": {"access_token": "a", "refresh_token": "r"}}))
+    endpoint = endpoint_from_settings(settings(tmp_path, {}))
+    assert isinstance(endpoint.auth, CodexAuth) and endpoint.auth.path == tmp_path / "codex" / "auth.json"
+    assert endpoint.responses_url == "https://chatgpt.com/backend-api/codex/responses"
+
+
+def test_mock_needs_the_callers_url(tmp_path: Path) -> None:
+    mock = settings(tmp_path, {"provider": "mock"})
+    endpoint = endpoint_from_settings(mock, "http://127.0.0.1:5555/v1")
+    assert isinstance(endpoint.auth, NoAuth) and endpoint.base_url == "http://127.0.0.1:5555/v1"
+    with pytest.raises(ValueError):
+        endpoint_from_settings(mock)
+
+
+def test_request_body_defaults() -> None:
+    body = ResponsesRequest(model="m", instructions="i", input=[]).body()
+    assert body == {
+        "model": "m", "instructions": "i", "input": [], "tools": [], "tool_choice": "auto", "parallel_tool_calls": True,
+        "store": False, "stream": True, "include": ["reasoning.encrypted_content"],
+    }
+    reasoning = ResponsesRequest(model="m", instructions="i", input=[], reasoning_effort="low", reasoning_summary=None).body()
+    assert reasoning["reasoning"] == {"effort": "low"}
