@@ -1,0 +1,218 @@
+"""Store benchmarks: durable event throughput and startup metadata load.
+
+1. One trio task submits one ``Unit`` per ``turn.delta`` event as fast as it can
+   (``await writer.put``); we report how fast it submits, how fast events become durable
+   (submit start to ``flush``), batch sizes, and publish latency (event creation to
+   ``on_commit``). Target: >= 40,000 durable events/s without slowing the submitter.
+   Flat out is overload by design (the queue grows to ``max_pending``), so the same run
+   paced at 40,000 events/s shows the publish latency at the target load.
+2. A database with 10,000 threads and 1,000,000 history items (plus a small event log per
+   thread) is built once in a temp dir (build time reported apart), then we time
+   ``Store.open`` + ``load_threads`` (target: well under 2 s), and ``last_seqs``.
+
+Options: ``--events=N``, ``--threads=N``, ``--items=N``, ``--quick`` (small sizes).
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import trio
+
+from echsd.events import Event
+from echsd.store import Store, Unit, queries
+from echsd.store.connection import open_writer, transaction
+from echsd.store.schema import migrate
+
+
+def _options(argv: list[str]) -> dict[str, int]:
+    opts = {"events": 300_000, "threads": 10_000, "items": 1_000_000, "events_per_thread": 20}
+    for arg in argv:
+        if arg == "--quick":
+            opts.update(events=50_000, threads=1_000, items=100_000)
+        elif arg.startswith("--") and "=" in arg:
+            key, value = arg[2:].split("=", 1)
+            if key.replace("-", "_") in opts:
+                opts[key.replace("-", "_")] = int(value)
+    return opts
+
+
+# -- 1. durable event throughput ------------------------------------------------------------
+
+
+async def _event_throughput(path: Path, n: int, rate: int | None = None) -> dict[str, Any]:
+    """Submit ``n`` delta events, flat out, or paced at ``rate`` events/s."""
+    store = Store.open(path)
+    latencies: list[float] = []
+    published = 0
+
+    def on_commit(events: list[Event]) -> None:
+        nonlocal published
+        published += len(events)
+        latencies.append(time.time() - events[0].ts)  # the oldest event of the batch
+
+    store.writer.set_on_commit(on_commit)
+    tid = "thr_00000000000000b1"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.writer.run)
+        put = store.writer.put
+        started = time.perf_counter()
+        for seq in range(1, n + 1):
+            if rate is not None and seq % 200 == 0:  # pace in 5 ms steps at 40k/s
+                ahead = started + seq / rate - time.perf_counter()
+                await trio.sleep(max(0.0, ahead))
+            data = {"turn_id": "turn_0000000000000001", "item_id": "msg_1", "delta": "token "}
+            await put(Unit(events=[Event(tid, seq, "turn.delta", time.time(), data)]))
+        submitted = time.perf_counter()
+        await store.writer.flush()
+        durable = time.perf_counter()
+        stats = store.writer.stats
+        await store.writer.aclose()
+    stored = store.read_sync(lambda c: queries.count_events(c, tid))
+    store.close()
+    assert stored == n == published, (stored, n, published)
+    latencies.sort()
+    return {
+        "events": n,
+        "paced_at_events_per_s": rate,
+        "durable_events_per_s": round(n / (durable - started)),
+        "submitter_events_per_s": round(n / (submitted - started)),
+        "target_events_per_s": 40_000,
+        "transactions": stats.transactions,
+        "mean_batch": round(n / max(stats.transactions, 1)),
+        "largest_batch": stats.largest_batch,
+        "publish_latency_ms_p50": round(statistics.median(latencies) * 1000, 1),
+        "publish_latency_ms_max": round(latencies[-1] * 1000, 1),
+    }
+
+
+async def _submitter_alone(path: Path, n: int) -> dict[str, Any]:
+    """Baseline: the same submit loop with the writer not yet running, then the drain."""
+    store = Store.open(path, max_pending=n + 1)
+    tid = "thr_00000000000000b2"
+    put = store.writer.put
+    started = time.perf_counter()
+    for seq in range(1, n + 1):
+        data = {"turn_id": "turn_0000000000000001", "item_id": "msg_1", "delta": "token "}
+        await put(Unit(events=[Event(tid, seq, "turn.delta", time.time(), data)]))
+    submitted = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.writer.run)
+        await store.writer.flush()
+        drained = time.perf_counter()
+        await store.writer.aclose()
+    store.close()
+    return {
+        "events": n,
+        "submitter_alone_events_per_s": round(n / (submitted - started)),
+        "backlog_drain_events_per_s": round(n / (drained - submitted)),
+    }
+
+
+# -- 2. startup load ------------------------------------------------------------------------
+
+
+def _build(path: Path, threads: int, items: int, events_per_thread: int) -> None:
+    """Fill a database directly (not via the writer): we are timing the load, not this."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = open_writer(path)
+    migrate(conn, str(path))
+    per_thread = items // threads
+    config = orjson.dumps(
+        {
+            "model": "gpt-5",
+            "cwd": "/home/u/src",
+            "reasoning": "medium",
+            "instructions": "be brief",
+            "tools": ["exec_command", "apply_patch"],
+        }
+    ).decode()
+    usage = orjson.dumps(
+        {"input_tokens": 12345, "cached_tokens": 1000, "output_tokens": 999, "reasoning_tokens": 10}
+    ).decode()
+    for t in range(threads):
+        tid = f"thr_{t:016x}"
+        parent = None if t % 10 == 0 else f"thr_{t - t % 10:016x}"
+        items_rows = [
+            (tid, pos, _item_json(tid, pos), f"turn_{pos // 10:016x}") for pos in range(per_thread)
+        ]
+        event_rows = [
+            (tid, seq, 1e9 + seq, b'{"turn_id":"turn_1"}')
+            for seq in range(1, events_per_thread + 1)
+        ]
+        with transaction(conn):
+            conn.execute(
+                "INSERT INTO threads VALUES(?, ?, ?, 'idle', ?, ?, NULL, '{}', ?)",
+                (tid, parent, 1e9 + t, config, usage, 1e9 + t),
+            )
+            conn.executemany("INSERT INTO items VALUES(?, ?, ?, ?)", items_rows)
+            conn.executemany("INSERT INTO events VALUES(?, ?, 'item.completed', ?, ?)", event_rows)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+def _item_json(tid: str, pos: int) -> str:
+    text = f"item {pos} of {tid} " + "lorem ipsum " * 8
+    item = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text}],
+    }
+    return orjson.dumps(item).decode()
+
+
+def _startup_load(path: Path, opts: dict[str, int]) -> dict[str, Any]:
+    started = time.perf_counter()
+    _build(path, opts["threads"], opts["items"], opts["events_per_thread"])
+    built = time.perf_counter()
+    store = Store.open(path)
+    opened = time.perf_counter()
+    threads = store.read_sync(queries.load_threads)
+    loaded = time.perf_counter()
+    seqs = store.read_sync(queries.last_seqs)
+    seqs_done = time.perf_counter()
+    history = store.read_sync(lambda c: queries.load_items(c, threads[-1].thread_id))
+    one_history = time.perf_counter()
+    store.close()
+    assert len(threads) == opts["threads"] and len(seqs) == opts["threads"]
+    return {
+        "threads": opts["threads"],
+        "items": opts["items"],
+        "db_mb": round(path.stat().st_size / 2**20),
+        "build_s": round(built - started, 2),
+        "open_s": round(opened - built, 4),
+        "load_threads_s": round(loaded - opened, 4),
+        "open_plus_load_threads_s": round(loaded - built, 4),
+        "target_s": 2.0,
+        "last_seqs_all_threads_s": round(seqs_done - loaded, 4),
+        "load_one_history_s": round(one_history - seqs_done, 4),
+        "one_history_items": len(history),
+    }
+
+
+def main(argv: list[str]) -> dict[str, Any]:
+    opts = _options(argv)
+    with tempfile.TemporaryDirectory(prefix="echsd-bench-") as tmp:
+        root = Path(tmp)
+        flat_out = trio.run(_event_throughput, root / "flat" / "echsd.db", opts["events"])
+        paced = trio.run(_event_throughput, root / "paced" / "echsd.db", opts["events"], 40_000)
+        alone = trio.run(_submitter_alone, root / "alone" / "echsd.db", opts["events"])
+        startup = _startup_load(root / "startup" / "echsd.db", opts)
+    return {
+        "event_throughput": flat_out,
+        "event_latency_at_40k": paced,
+        "submitter_baseline": alone,
+        "startup_load": startup,
+    }
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    sys.stdout.write(json.dumps(main(sys.argv[1:]), indent=2) + "\n")

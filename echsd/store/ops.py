@@ -1,0 +1,231 @@
+"""Pure builders of write statements, to put into a ``Unit``.
+
+Each function returns one ``Statement``: ``(sql, bindings)``, or a callable when the write
+needs several SQL statements. JSON values are encoded here, when the statement is built,
+so a later mutation of the caller's dict cannot change what gets written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import apsw
+
+from echsd.events import DELTA_EVENTS
+from echsd.store.rows import InputRow, ThreadRow, dumps_text
+from echsd.store.schema import DELTA_PREDICATE, INDEXED_DELTA_TYPES
+from echsd.store.unit import Statement
+
+__all__ = [
+    "InputRow",
+    "ThreadRow",
+    "append_items",
+    "delete_blackboard",
+    "fold_deltas",
+    "insert_input",
+    "put_blackboard",
+    "replace_items",
+    "set_meta",
+    "update_input",
+    "upsert_thread",
+]
+
+RETENTION = "retention"
+
+_UPSERT_THREAD = """
+INSERT INTO threads(thread_id, parent, created_at, state, config, usage, active_turn, extra,
+                    updated_at)
+VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT(thread_id) DO UPDATE SET
+    parent = excluded.parent, state = excluded.state, config = excluded.config,
+    usage = excluded.usage, active_turn = excluded.active_turn, extra = excluded.extra,
+    updated_at = excluded.updated_at
+"""
+
+_INSERT_ITEM = "INSERT INTO items(thread_id, pos, item, turn_id) VALUES(?, ?, ?, ?)"
+
+_INSERT_INPUT = """
+INSERT INTO inputs(input_id, thread_id, client_msg_id, mode, text, attachments, status,
+                   position, created_at, turn_id, reason, disposition)
+VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+
+def upsert_thread(row: ThreadRow) -> Statement:
+    """Insert or update the thread row (``created_at`` is kept from the first insert)."""
+    return (
+        _UPSERT_THREAD,
+        (
+            row.thread_id,
+            row.parent,
+            row.created_at,
+            row.state,
+            dumps_text(row.config),
+            dumps_text(row.usage),
+            row.active_turn,
+            dumps_text(row.extra),
+            row.updated_at,
+        ),
+    )
+
+
+def append_items(
+    thread_id: str, start_pos: int, items: list[dict[str, Any]], turn_id: str | None = None
+) -> Statement:
+    """Append history items at ``start_pos, start_pos + 1, ...``.
+
+    Plain INSERT: writing a position twice fails the unit instead of silently replacing.
+    """
+    rows = [(thread_id, start_pos + i, dumps_text(item), turn_id) for i, item in enumerate(items)]
+    if len(rows) == 1:
+        return (_INSERT_ITEM, rows[0])
+
+    def insert_items(conn: apsw.Connection) -> None:
+        if rows:
+            conn.executemany(_INSERT_ITEM, rows)
+
+    return insert_items
+
+
+def replace_items(thread_id: str, items: list[dict[str, Any]]) -> Statement:
+    """Compaction: the history becomes ``items`` at positions 0..n-1."""
+    rows = [(thread_id, i, dumps_text(item), None) for i, item in enumerate(items)]
+
+    def replace(conn: apsw.Connection) -> None:
+        conn.execute("DELETE FROM items WHERE thread_id = ?", (thread_id,))
+        if rows:
+            conn.executemany(_INSERT_ITEM, rows)
+
+    return replace
+
+
+def insert_input(row: InputRow) -> Statement:
+    return (
+        _INSERT_INPUT,
+        (
+            row.input_id,
+            row.thread_id,
+            row.client_msg_id,
+            row.mode,
+            row.text,
+            dumps_text(row.attachments),
+            row.status,
+            row.position,
+            row.created_at,
+            row.turn_id,
+            row.reason,
+            row.disposition,
+        ),
+    )
+
+
+def update_input(
+    input_id: str, *, status: str, turn_id: str | None = None, reason: str | None = None
+) -> Statement:
+    """Move an input to ``status``; ``turn_id``/``reason`` are kept when not given."""
+    return (
+        "UPDATE inputs SET status = ?, turn_id = coalesce(?, turn_id), "
+        "reason = coalesce(?, reason) WHERE input_id = ?",
+        (status, turn_id, reason, input_id),
+    )
+
+
+def put_blackboard(key: str, value: Any, version: int, writer: str | None, ts: float) -> Statement:
+    return (
+        "INSERT INTO blackboard(key, value, version, writer, updated_at) VALUES(?, ?, ?, ?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value, version = excluded.version, "
+        "writer = excluded.writer, updated_at = excluded.updated_at",
+        (key, dumps_text(value), version, writer, ts),
+    )
+
+
+def delete_blackboard(key: str) -> Statement:
+    return ("DELETE FROM blackboard WHERE key = ?", (key,))
+
+
+def set_meta(key: str, value: str) -> Statement:
+    return (
+        "INSERT INTO meta(key, value) VALUES(?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+def fold_deltas(thread_id: str, keep: int, types: Iterable[str] = DELTA_EVENTS) -> Statement:
+    """Retention: keep the newest ``keep`` stored events of ``types``, delete older ones.
+
+    Each maximal run of consecutive deleted seqs is recorded in ``event_gaps`` (reason
+    "retention"), merged with retention gaps it touches, so readers can tell a client
+    exactly which range is gone. Runs on the writer connection inside the unit's
+    transaction, so the deletion and its gap record commit together.
+    """
+    if keep < 0:
+        raise ValueError("keep must be >= 0")
+    type_list = sorted(set(types))
+
+    def fold(conn: apsw.Connection) -> None:
+        _fold(conn, thread_id, keep, type_list)
+
+    return fold
+
+
+def _fold(conn: apsw.Connection, thread_id: str, keep: int, types: list[str]) -> None:
+    if not types:
+        return
+    if tuple(types) == INDEXED_DELTA_TYPES:
+        # The literal term (spelled as in the index) plus INDEXED BY: without ANALYZE
+        # statistics the planner would otherwise walk the primary key, i.e. the whole log.
+        table = "events INDEXED BY events_deltas"
+        where, args = f"thread_id = ? AND {DELTA_PREDICATE}", (thread_id,)
+    else:
+        marks = ", ".join("?" * len(types))
+        table = "events"
+        where, args = f"thread_id = ? AND type IN ({marks})", (thread_id, *types)
+    (count,) = conn.execute(f"SELECT count(*) FROM {table} WHERE {where}", args).fetchone()
+    excess = count - keep
+    if excess <= 0:
+        return
+    victims: list[tuple[int, float]] = conn.execute(
+        f"SELECT seq, ts FROM {table} WHERE {where} ORDER BY seq LIMIT ?", (*args, excess)
+    ).fetchall()
+    conn.execute(f"DELETE FROM {table} WHERE {where} AND seq <= ?", (*args, victims[-1][0]))
+    for from_seq, to_seq, ts in _runs(victims):
+        _record_gap(conn, thread_id, from_seq, to_seq, ts)
+
+
+def _runs(seqs: list[tuple[int, float]]) -> list[tuple[int, int, float]]:
+    """Maximal runs of consecutive seqs as (from, to, latest ts)."""
+    runs: list[tuple[int, int, float]] = []
+    for seq, ts in seqs:
+        if runs and runs[-1][1] == seq - 1:
+            start, _, latest = runs[-1]
+            runs[-1] = (start, seq, max(latest, ts))
+        else:
+            runs.append((seq, seq, ts))
+    return runs
+
+
+def _record_gap(conn: apsw.Connection, thread_id: str, start: int, end: int, ts: float) -> None:
+    before = conn.execute(
+        "SELECT from_seq, ts FROM event_gaps WHERE thread_id = ? AND to_seq = ? AND reason = ?",
+        (thread_id, start - 1, RETENTION),
+    ).fetchone()
+    if before is not None:
+        start, ts = before[0], max(ts, before[1])
+        conn.execute(
+            "DELETE FROM event_gaps WHERE thread_id = ? AND from_seq = ?", (thread_id, start)
+        )
+    after = conn.execute(
+        "SELECT to_seq, ts FROM event_gaps WHERE thread_id = ? AND from_seq = ? AND reason = ?",
+        (thread_id, end + 1, RETENTION),
+    ).fetchone()
+    if after is not None:
+        conn.execute(
+            "DELETE FROM event_gaps WHERE thread_id = ? AND from_seq = ?", (thread_id, end + 1)
+        )
+        end, ts = after[0], max(ts, after[1])
+    conn.execute(
+        "INSERT INTO event_gaps(thread_id, from_seq, to_seq, reason, ts) VALUES(?, ?, ?, ?, ?)",
+        (thread_id, start, end, RETENTION, ts),
+    )
