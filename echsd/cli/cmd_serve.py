@@ -1,0 +1,33 @@
+"""``echsd serve``: run the daemon in the foreground until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from echsd.cli.options import settings_from_flags, settings_options
+
+
+@click.command()
+@settings_options
+@click.option("--log-level", default=None, help="debug, info, warning or error [ECHS_LOG_LEVEL].")
+@click.option("--log-format", type=click.Choice(["auto", "console", "json"]), default=None, help="Log format [ECHS_LOG_FORMAT].")
+def serve(log_level: str | None, log_format: str | None, **flags: Any) -> None:
+    """Run the daemon in the foreground (graceful stop on SIGTERM/SIGINT)."""
+    from echsd import logs
+
+    logs.configure(level=log_level, fmt=log_format)
+    settings = settings_from_flags(**flags)
+    logs.register_secret(settings.openai_api_key)
+
+    import trio
+
+    from echsd.daemon import Daemon
+    from echsd.store import StoreError
+
+    try:
+        trio.run(lambda: Daemon(settings).run(handle_signals=True))
+    except StoreError as exc:
+        click.echo(f"echsd: {exc}", err=True)
+        raise SystemExit(1) from None

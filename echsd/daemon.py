@@ -1,0 +1,113 @@
+"""The composition root: one root nursery holding the store writer, the model endpoint
+(or the built-in mock upstream), the supervisor and the wire server.
+
+Shutdown order matters and is the reverse of start-up: stop taking requests, interrupt
+running turns (reason ``shutdown``) so every turn is closed and repaired, then drain the
+store writer so all of it is on disk, then cancel what is left.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from echsd.codex import ResponsesClient, endpoint_from_settings
+from echsd.logs import get_logger
+from echsd.settings import Settings
+from echsd.store import Store
+from echsd.threads.actor import ActorServices
+from echsd.threads.hub import EventHub
+from echsd.threads.service import ThreadService
+from echsd.threads.supervisor import Supervisor
+from echsd.tools.process import become_subreaper, kill_all_groups
+from echsd.tools.registry import builtin_tools
+
+log = get_logger(__name__)
+
+SHUTDOWN_BUDGET_S = 10.0
+
+
+@dataclass
+class Daemon:
+    settings: Settings
+    store: Store | None = None
+    hub: EventHub = field(default_factory=EventHub)
+    service: ThreadService | None = None
+    base_url: str | None = None
+    _stop: trio.Event = field(default_factory=trio.Event)
+    _stopped: trio.Event = field(default_factory=trio.Event)
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED, handle_signals: bool = False) -> None:
+        settings = self.settings
+        settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        become_subreaper()
+        store = Store.open(settings.db_path)
+        self.store = store
+        store.writer.set_on_commit(self.hub.publish)
+        try:
+            async with trio.open_nursery() as root:
+                await root.start(store.writer.run)
+                self.base_url = settings.base_url
+                if settings.provider == "mock":
+                    self.base_url = await self._start_mock(root)
+                client = ResponsesClient(
+                    endpoint_from_settings(settings, self.base_url),
+                    max_retries=settings.tuning.max_retries,
+                    idle_timeout_s=settings.tuning.stream_idle_timeout_s,
+                )
+                services = ActorServices(
+                    store=store, client=client, tools=builtin_tools(), tuning=settings.tuning, supervisor=None  # type: ignore[arg-type]
+                )
+                supervisor = Supervisor(services)
+                services.supervisor = supervisor
+                await supervisor.load()
+                await root.start(supervisor.run)
+                self.service = ThreadService(supervisor, settings)
+                if handle_signals:
+                    root.start_soon(self._watch_signals)
+                log.info(
+                    "echsd ready",
+                    provider=settings.provider,
+                    model=settings.model,
+                    base_url=self.base_url,
+                    state_dir=str(settings.state_dir),
+                )
+                task_status.started(self)
+                await self._stop.wait()
+                log.info("shutting down")
+                with trio.move_on_after(SHUTDOWN_BUDGET_S - 1.0) as budget:
+                    await supervisor.shutdown(timeout_s=SHUTDOWN_BUDGET_S - 2.0)
+                    await store.writer.aclose()
+                if budget.cancelled_caught:
+                    log.error("shutdown budget exceeded; stopping anyway")
+                await client.aclose()
+                root.cancel_scope.cancel()
+        finally:
+            kill_all_groups()
+            store.close()
+            self._stopped.set()
+            log.info("echsd stopped")
+
+    async def _start_mock(self, root: trio.Nursery) -> str:
+        from echsd.codex.mock import MockUpstream
+
+        log.warning("no model credentials found: using the built-in mock model (provider=mock)")
+        mock = MockUpstream()
+        await root.start(mock.serve)
+        return str(mock.base_url)
+
+    async def _watch_signals(self) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                log.info("signal received", signal=signal.Signals(signum).name)
+                self.request_stop()
+                return

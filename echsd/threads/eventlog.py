@@ -1,0 +1,47 @@
+"""A thread's side of the durable event log: assigns ``seq`` and builds store units.
+
+Order is the whole point. ``seq`` numbers are assigned and units handed to the store writer
+in one synchronous step, so submission order == seq order == commit order, and a crash can
+only lose a suffix that no client has seen (events are published after commit). Callers
+``await ready()`` first (the writer's backpressure), then decide, mutate and ``emit``
+without awaiting in between, so the events of one decision are never interleaved with
+another's.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterable, Sequence
+
+from echsd.events import Event
+from echsd.store import Statement, StoreWriter, Unit
+
+
+class ThreadLog:
+    def __init__(self, thread_id: str, writer: StoreWriter, last_seq: int) -> None:
+        self.thread_id = thread_id
+        self.writer = writer
+        self.last_seq = last_seq
+
+    async def ready(self) -> None:
+        """Wait until the writer can take a unit without blocking."""
+        await self.writer.wait_room()
+
+    def emit(
+        self,
+        events: Sequence[tuple[str, dict[str, Any]]] = (),
+        statements: Iterable[Statement] = (),
+    ) -> Unit:
+        """Write ``statements`` and append ``events`` atomically; returns the unit to ``wait()`` on."""
+        now = time.time()
+        built = [
+            Event(self.thread_id, self.last_seq + offset, event_type, now, data)
+            for offset, (event_type, data) in enumerate(events, start=1)
+        ]
+        unit = Unit(events=built, statements=list(statements))
+        self.writer.put_nowait(unit)  # raises before any seq is taken if the writer is full
+        self.last_seq += len(built)
+        return unit
+
+    def emit_one(self, event_type: str, data: dict[str, Any], *statements: Statement) -> Unit:
+        return self.emit([(event_type, data)], statements)

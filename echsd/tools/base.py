@@ -1,0 +1,61 @@
+"""What a tool is: a spec the model sees, and an async ``run`` given parsed arguments.
+
+A tool gets a small ``ToolContext`` (thread, cwd, a way to report progress) and returns
+a ``ToolResult``. It never reaches into a worker's state. Errors a tool raises become the
+call's output text (the turn goes on); cancellation (interrupt) propagates untouched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Protocol
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    parallel_safe: bool = True  # may run concurrently with other calls of the same response
+
+    def to_model(self) -> dict[str, Any]:
+        """The function tool definition sent in the Responses request."""
+        return {
+            "type": "function",
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "strict": False,
+        }
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    output: str
+    ok: bool = True
+    meta: dict[str, Any] = field(default_factory=dict)  # e.g. exit_code, shown in tool.completed
+
+
+OutputSink = Callable[[str, str], Awaitable[None]]  # (stream, chunk) -> emitted as tool.output
+
+
+@dataclass
+class ToolContext:
+    thread_id: str
+    turn_id: str
+    call_id: str
+    cwd: Path
+    emit_output: OutputSink
+    timeout_s: float
+    services: Any = None  # thread services for agent/blackboard tools (set by the runtime)
+
+
+class Tool(Protocol):
+    spec: ToolSpec
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
+
+
+class ToolError(Exception):
+    """A failure the model should read as the call's output (bad arguments, missing file...)."""
