@@ -7,7 +7,9 @@ time: the pool hands each call a connection nobody else holds.
 
 from __future__ import annotations
 
+
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -58,8 +60,7 @@ class Store:
             raise StoreError(f"cannot create the state directory {path.parent}: {exc}") from exc
         conn: apsw.Connection | None = None
         try:
-            conn = open_writer(path)
-            version = migrate(conn, str(path))
+            conn, version = _open_and_migrate(path)
         except StoreError:
             if conn is not None:
                 conn.close()
@@ -133,3 +134,26 @@ class Store:
                 self._free.append(conn)
                 return
         conn.close()
+
+
+def _open_and_migrate(path: Path, budget_s: float = 10.0) -> tuple[apsw.Connection, int]:
+    """Open the writer and migrate, retrying SQLITE_BUSY.
+
+    Switching a brand-new file to WAL (and the first migration) can fail with BUSY at once,
+    without the busy handler being consulted, when several processes open it together;
+    that is a moment of contention, not an error, so it is retried for ``budget_s``.
+    """
+    deadline = time.monotonic() + budget_s
+    delay = 0.005
+    while True:
+        conn: apsw.Connection | None = None
+        try:
+            conn = open_writer(path)
+            return conn, migrate(conn, str(path))
+        except apsw.BusyError:
+            if conn is not None:
+                conn.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(delay)  # start-up code, before any trio task runs
+            delay = min(delay * 2, 0.2)
