@@ -7,7 +7,6 @@ time: the pool hands each call a connection nobody else holds.
 
 from __future__ import annotations
 
-
 import threading
 import time
 from collections.abc import Callable
