@@ -174,11 +174,15 @@ class ThreadActor:
         self._nursery.start_soon(self._turn_task, turn)
         return unit
 
+    def _can_start_next(self) -> bool:
+        """A queued input may start a turn: idle, nothing running, not shutting down."""
+        return not self.stopping and self.turn is None and self.record.state is ThreadState.IDLE and bool(self.queue)
+
     async def start_next_if_possible(self) -> None:
-        if self.turn is not None or self.record.state is not ThreadState.IDLE or not self.queue:
+        if not self._can_start_next():
             return
         await self.log.ready()
-        if self.turn is None and self.record.state is ThreadState.IDLE and self.queue:
+        if self._can_start_next():
             self.start_turn([self.queue.popleft()])
             self.record.queued = len(self.queue)
 

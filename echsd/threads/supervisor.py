@@ -39,12 +39,17 @@ class Supervisor:
     async def load(self) -> None:
         """Load every thread's metadata; remember which need their actor right away."""
 
-        def read(conn: Any) -> tuple[list[Any], set[str]]:
-            return queries.load_threads(conn), {row.thread_id for row in queries.load_inputs(conn, None)}
+        def read(conn: Any) -> tuple[list[Any], list[Any]]:
+            return queries.load_threads(conn), queries.load_inputs(conn, None)
 
-        rows, pending = await self.services.store.read(read)
+        rows, inputs = await self.services.store.read(read)
+        pending: dict[str, int] = {}
+        for input_row in inputs:
+            pending[input_row.thread_id] = pending.get(input_row.thread_id, 0) + 1
         for row in rows:
-            self.records[row.thread_id] = ThreadRecord.from_row(row)
+            record = ThreadRecord.from_row(row)
+            record.queued = pending.get(row.thread_id, 0)
+            self.records[row.thread_id] = record
         for record in self.records.values():
             if record.parent in self.records:
                 self.records[record.parent].children.append(record.thread_id)
