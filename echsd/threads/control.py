@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 PARKED = object()  # a handler's result meaning "the reply comes later"
+FOLD_EVERY_DELTAS = 1000  # check retention at a turn's end once this many deltas were logged
 
 REPAIR_REASONS = {
     "interrupt": "the turn was interrupted before this call finished",
@@ -70,6 +71,10 @@ async def finish_turn(actor: "ThreadActor", turn: Turn, outcome: TurnOutcome) ->
         actor.record.state = transition(actor.record.state, trigger)
         events.append(("thread.state", {"state": actor.record.state.value}))
     statements.append(ops.upsert_thread(actor.record.to_row()))
+    if actor.log.deltas_since_fold >= FOLD_EVERY_DELTAS:
+        # Retention: the turn's items hold the full text, so old deltas can go (as a gap).
+        statements.append(ops.fold_deltas(actor.thread_id, keep=actor.tuning.retained_deltas))
+        actor.log.deltas_since_fold = 0
     unit = actor.log.emit(events, statements)
     # --- end of synchronous section ---
     turn.finished.set()

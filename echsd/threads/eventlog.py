@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, Sequence
 
-from echsd.events import Event
+from echsd.events import DELTA_EVENTS, Event
 from echsd.store import Statement, StoreWriter, Unit
 
 
@@ -22,6 +22,7 @@ class ThreadLog:
         self.thread_id = thread_id
         self.writer = writer
         self.last_seq = last_seq
+        self.deltas_since_fold = 0  # delta events logged since retention last ran
 
     async def ready(self) -> None:
         """Wait until the writer can take a unit without blocking."""
@@ -34,14 +35,26 @@ class ThreadLog:
     ) -> Unit:
         """Write ``statements`` and append ``events`` atomically; returns the unit to ``wait()`` on."""
         now = time.time()
-        built = [
-            Event(self.thread_id, self.last_seq + offset, event_type, now, data)
-            for offset, (event_type, data) in enumerate(events, start=1)
-        ]
+        built = []
+        deltas = 0
+        seq = self.last_seq
+        for event_type, data in events:
+            seq += 1
+            built.append(Event(self.thread_id, seq, event_type, now, data))
+            if event_type in DELTA_EVENTS:
+                deltas += 1
         unit = Unit(events=built, statements=list(statements))
         self.writer.put_nowait(unit)  # raises before any seq is taken if the writer is full
-        self.last_seq += len(built)
+        self.last_seq = seq
+        self.deltas_since_fold += deltas
         return unit
 
     def emit_one(self, event_type: str, data: dict[str, Any], *statements: Statement) -> Unit:
-        return self.emit([(event_type, data)], statements)
+        """The hot path (every delta): one event, no intermediate lists."""
+        seq = self.last_seq + 1
+        unit = Unit(events=[Event(self.thread_id, seq, event_type, time.time(), data)], statements=list(statements))
+        self.writer.put_nowait(unit)
+        self.last_seq = seq
+        if event_type in DELTA_EVENTS:
+            self.deltas_since_fold += 1
+        return unit
