@@ -26,3 +26,5 @@ def cli() -> None:
 
 def main() -> None:
     cli()
+if __name__ == "__main__":
+    main()
