@@ -236,7 +236,10 @@ class ThreadActor:
         ack = pending.ack()
         if client_msg_id is not None:
             self.recent_acks[client_msg_id] = ack
-        await unit.wait()
+        # Shielded: once the input is in a unit, its ack must reach the client even if the
+        # actor is being torn down meanwhile (e.g. its turn task crashed).
+        with trio.CancelScope(shield=True):
+            await unit.wait()
         return ack
 
     def _enqueue(self, pending: PendingInput, front: bool = False) -> Unit:

@@ -54,8 +54,16 @@ class Request:
     reply: Reply = field(default_factory=Reply)
 
 
+def first_leaf(exc: BaseException) -> BaseException:
+    """The first real exception inside (nested) exception groups: what to report."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 def error_reply(reply: Reply, exc: BaseException) -> None:
     """Answer with a wire-mappable error; unexpected ones become ``internal``."""
+    exc = first_leaf(exc)
     if isinstance(exc, EchsError):
         reply.fail(exc)
     else:

@@ -20,7 +20,7 @@ from echsd.ids import is_thread_id
 from echsd.logs import get_logger
 from echsd.store import queries
 from echsd.threads.actor import ActorServices, ThreadActor
-from echsd.threads.mailbox import DEFAULT_TIMEOUT_S, Request, error_reply
+from echsd.threads.mailbox import DEFAULT_TIMEOUT_S, Request, error_reply, first_leaf
 from echsd.threads.record import ThreadRecord
 
 log = get_logger(__name__)
@@ -89,7 +89,7 @@ class Supervisor:
                 record.actor_started = False
                 return
             except Exception as exc:
-                root = _first_leaf(exc)
+                root = first_leaf(exc)
                 log.error("thread worker crashed", thread_id=record.thread_id, exc_info=root)
                 now = time.monotonic()
                 crashes.append(now)
@@ -188,8 +188,3 @@ class Supervisor:
         except (trio.TooSlowError, Timeout, Exception) as exc:
             log.warning("thread did not stop in time", thread_id=record.thread_id, error=repr(exc))
 
-
-def _first_leaf(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import trio
 
 from echsd.threads import control
 from echsd.tools.base import ToolContext, ToolResult, ToolSpec
@@ -57,3 +58,46 @@ async def test_worker_crash_is_contained_and_restarted(daemon: Any, workdir: Any
         await daemon.service.send(bystander, "unaffected")
         await other.wait_type("turn.completed")
     await check_thread_invariants(daemon, victim)
+
+
+async def test_worker_that_keeps_crashing_is_given_up(
+    tmp_path: Any, mock_upstream: Any, nursery: Any, workdir: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from echsd.daemon import Daemon
+    from echsd.errors import Internal
+    from tests.helpers import make_settings
+
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "config.toml").write_text("[tuning]\nrestart_limit = 2\n")
+    daemon = Daemon(make_settings(state, mock_upstream.base_url))
+    await nursery.start(daemon.run)
+    real_finish = control.finish_turn
+    doomed: set[str] = set()
+
+    async def crash_for_doomed(actor: Any, turn: Any, outcome: Any) -> None:
+        if actor.thread_id in doomed:
+            raise RuntimeError("always crashing")
+        await real_finish(actor, turn, outcome)
+
+    monkeypatch.setattr(control, "finish_turn", crash_for_doomed)
+    victim = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    doomed.add(victim)
+    async with Watch(daemon, victim) as watch:
+        for attempt in range(3):
+            await daemon.service.send(victim, mock_directive({"text": f"attempt {attempt}"}))
+            if attempt < 2:
+                await watch.wait_count("turn.error", attempt + 1)
+    record = daemon.service.supervisor.records[victim]
+    with pytest.raises(Internal, match="unavailable"):
+        for _ in range(50):  # the third crash gives the worker up; requests then fail fast
+            await daemon.service.send(victim, "anyone there?")
+            await trio.sleep(0)
+    assert record.failed and "always crashing" in record.failed
+    assert daemon.service.get(victim)["failed"]
+    other = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    async with Watch(daemon, other) as watch:
+        await daemon.service.send(other, "fine")
+        await watch.wait_type("turn.completed")
+    daemon.request_stop()
+    await daemon.wait_stopped()
