@@ -24,6 +24,9 @@ from echsd.threads.service import ThreadService
 from echsd.threads.supervisor import Supervisor
 from echsd.tools.process import become_subreaper, kill_all_groups
 from echsd.tools.registry import builtin_tools
+from echsd.wire.server import WireServer
+from echsd.wire.session import WireContext
+from echsd.wire.token import ensure_token
 
 log = get_logger(__name__)
 
@@ -36,6 +39,7 @@ class Daemon:
     store: Store | None = None
     hub: EventHub = field(default_factory=EventHub)
     service: ThreadService | None = None
+    server: WireServer | None = None
     base_url: str | None = None
     _stop: trio.Event = field(default_factory=trio.Event)
     _stopped: trio.Event = field(default_factory=trio.Event)
@@ -50,7 +54,14 @@ class Daemon:
         settings = self.settings
         settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         become_subreaper()
-        store = Store.open(settings.db_path)
+        ensure_token(settings.token_path)
+        server = self.server = WireServer(settings)
+        await server.bind()  # first: a second daemon on this state dir stops here
+        try:
+            store = Store.open(settings.db_path)
+        except BaseException:
+            server.close()
+            raise
         self.store = store
         store.writer.set_on_commit(self.hub.publish)
         try:
@@ -72,6 +83,7 @@ class Daemon:
                 await supervisor.load()
                 await root.start(supervisor.run)
                 self.service = ThreadService(supervisor, settings)
+                await root.start(server.serve, WireContext(self.service, self.hub, store, settings))
                 if handle_signals:
                     root.start_soon(self._watch_signals)
                 log.info(
@@ -84,6 +96,7 @@ class Daemon:
                 task_status.started(self)
                 await self._stop.wait()
                 log.info("shutting down")
+                server.stop_accepting()
                 with trio.move_on_after(SHUTDOWN_BUDGET_S - 1.0) as budget:
                     await supervisor.shutdown(timeout_s=SHUTDOWN_BUDGET_S - 2.0)
                     await store.writer.aclose()
@@ -92,6 +105,7 @@ class Daemon:
                 await client.aclose()
                 root.cancel_scope.cancel()
         finally:
+            server.close()
             kill_all_groups()
             store.close()
             self._stopped.set()

@@ -24,10 +24,14 @@ def serve(log_level: str | None, log_format: str | None, **flags: Any) -> None:
     import trio
 
     from echsd.daemon import Daemon
-    from echsd.store import StoreError
+    from echsd.errors import EchsError
+    from echsd.threads.mailbox import first_leaf
 
     try:
         trio.run(lambda: Daemon(settings).run(handle_signals=True))
-    except StoreError as exc:
-        click.echo(f"echsd: {exc}", err=True)
-        raise SystemExit(1) from None
+    except BaseException as exc:  # one clear line for start-up failures we understand
+        cause = first_leaf(exc)
+        if isinstance(cause, EchsError):  # another daemon running, store unusable, token file...
+            click.echo(f"echsd: {cause.message}", err=True)
+            raise SystemExit(1) from None
+        raise

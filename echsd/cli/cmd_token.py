@@ -1,0 +1,31 @@
+"""``echsd token [--state-dir DIR] [--rotate]``: print (or replace) the client token."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+
+@click.command()
+@click.option("--state-dir", type=click.Path(file_okay=False), help="State directory [ECHS_STATE_DIR].")
+@click.option("--rotate", is_flag=True, help="Write a new token; new connections must use it, open ones keep working.")
+def token(state_dir: str | None, rotate: bool) -> None:
+    """Print the client token (created if missing), or rotate it."""
+    from pathlib import Path
+
+    from echsd.settings import default_state_dir
+    from echsd.wire.token import TokenError, ensure_token, read_token, rotate_token
+
+    directory = Path(state_dir).expanduser() if state_dir else default_state_dir(os.environ)
+    path = directory / "token"
+    try:
+        if rotate:
+            value = rotate_token(path)
+        else:
+            ensure_token(path)
+            value = read_token(path)
+    except TokenError as exc:
+        click.echo(f"echsd: {exc}", err=True)
+        raise SystemExit(1) from None
+    click.echo(value)

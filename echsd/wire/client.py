@@ -1,0 +1,345 @@
+"""The async client library: ``async with connect() as client: await client.status()``.
+
+Used by the ``echs`` CLI, the tests and any Python program. One ``Client`` is one
+connection (re-opened by ``reconnect``); requests may be issued from several tasks at
+once; failures raise ``WireError(code, message)``. ``client.events(thread_id)`` is an
+async iterator over a thread's events (or ``"*"``) that survives connection losses and
+backpressure gaps without losing or repeating an event (see ``echsd.wire.stream``).
+
+Importing this module is cheap: it pulls in trio, trio-websocket and msgpack, never the
+daemon, store, codex or threads packages.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_stream
+
+from echsd.wire import codec
+from echsd.wire.discovery import DiscoveryError, Target, resolve_target, resolve_token
+from echsd.wire.errors import ConnectionLost, WireError
+from echsd.wire.stream import MAX_QUEUED, EventStream
+
+__all__ = ["Client", "ConnectionLost", "EventStream", "WireError", "connect"]
+
+CONNECT_TIMEOUT_S = 5.0
+RECONNECT_TIMEOUT_S = 30.0
+CLOSE_TIMEOUT_S = 1.0
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024  # what we accept from the daemon (batches can be big)
+RECEIVE_BUFFER = 65536
+
+
+class _Pending:
+    __slots__ = ("done", "response", "error")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.response: dict[str, Any] | None = None
+        self.error: WireError | None = None
+
+
+class Client:
+    """Create with ``connect()``."""
+
+    def __init__(self, nursery: trio.Nursery, target: Target, token: str) -> None:
+        self.target = target
+        self.server: dict[str, Any] = {}  # the hello result: protocol, version
+        self.generation = 0  # bumped by every (re)connection
+        self._nursery = nursery
+        self._token = token
+        self._ws: WebSocketConnection | None = None
+        self._ids = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+        self._streams: dict[str, EventStream] = {}
+        self._reconnecting = trio.Lock()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """Closed by ``aclose`` (event streams end; nothing reconnects)."""
+        return self._closed
+
+    @property
+    def connected(self) -> bool:
+        return self._ws is not None and self._ws.closed is None
+
+    # -- connection ---------------------------------------------------------------------------
+
+    async def _open(self, timeout: float = CONNECT_TIMEOUT_S) -> None:
+        """Connect and say hello; only then does the connection become the client's."""
+        ws: WebSocketConnection | None = None
+        try:
+            with trio.fail_after(timeout):
+                stream = await self._open_stream()
+                pending: dict[int, _Pending] = {}
+                ws = await self._nursery.start(self._run_connection, stream, pending)
+                hello = {"protocol": codec.PROTOCOL_VERSION, "token": self._token}
+                self.server = await self._request_on(ws, pending, "hello", hello)
+        except BaseException as exc:
+            if ws is not None:
+                with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S):
+                    await ws.aclose()
+            if isinstance(exc, trio.TooSlowError):
+                raise WireError("unavailable", f"the daemon at {self.target} did not answer within {timeout:g} s") from None
+            raise
+        self._ws, self._pending = ws, pending
+        self.generation += 1
+
+    async def _open_stream(self) -> trio.SocketStream:
+        target = self.target
+        try:
+            if target.kind == "unix":
+                assert target.path is not None
+                return await trio.open_unix_socket(target.path)
+            assert target.host is not None and target.port is not None
+            return await trio.open_tcp_stream(target.host, target.port)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise WireError("unavailable", f"cannot reach the daemon at {target}: {reason} (is `echsd serve` running?)") from None
+
+    async def _run_connection(
+        self, stream: trio.SocketStream, pending: dict[int, _Pending], *, task_status: Any = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Owns one WebSocket (and its requests in flight): handshake, then route frames."""
+        started = False
+        try:
+            async with trio.open_nursery() as nursery:
+                ws = await wrap_client_stream(
+                    nursery,
+                    stream,
+                    self.target.host_header,
+                    "/v1",
+                    max_message_size=MAX_MESSAGE_BYTES,
+                    receive_buffer_size=RECEIVE_BUFFER,
+                )
+                started = True
+                task_status.started(ws)
+                await self._read_frames(ws, pending)
+                # trio-websocket's reader ends by itself once the closing handshake is done;
+                # cancelling it sooner would leave ``ws.aclose()`` waiting for the reply.
+                nursery.cancel_scope.deadline = trio.current_time() + CLOSE_TIMEOUT_S
+        except Exception as exc:  # trio-websocket raises from its reader task, in a group
+            if not started:
+                raise _handshake_error(exc, self.target) from None
+        finally:
+            await trio.aclose_forcefully(stream)
+            self._lost(pending)
+
+    async def _read_frames(self, ws: WebSocketConnection, pending: dict[int, _Pending]) -> None:
+        while True:
+            try:
+                message = await ws.get_message()
+            except ConnectionClosed:
+                return
+            try:
+                responses, events = codec.split_frame(message)
+            except codec.FrameError:
+                continue
+            for response in responses:
+                waiter = pending.get(response.get("id"))  # type: ignore[arg-type]
+                if waiter is not None:
+                    waiter.response = response
+                    waiter.done.set()
+            for event in events:
+                for key in (event.get("thread_id"), "*"):
+                    stream = self._streams.get(key)  # type: ignore[arg-type]
+                    if stream is not None:
+                        stream._deliver(event)
+
+    def _lost(self, pending: dict[int, _Pending]) -> None:
+        for waiter in pending.values():
+            waiter.error = ConnectionLost()
+            waiter.done.set()
+        pending.clear()
+        for stream in self._streams.values():
+            stream._wake()
+
+    async def _drop_connection(self) -> None:
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            with trio.move_on_after(CLOSE_TIMEOUT_S):
+                await ws.aclose()
+
+    async def reconnect(self, timeout: float = RECONNECT_TIMEOUT_S) -> None:
+        """Open a new connection after a loss, retrying with backoff for up to ``timeout``."""
+        async with self._reconnecting:
+            if self.connected:
+                return
+            await self._drop_connection()
+            deadline = trio.current_time() + timeout
+            delay = 0.05
+            while True:
+                try:
+                    await self._open(min(CONNECT_TIMEOUT_S, max(0.1, deadline - trio.current_time())))
+                    return
+                except WireError as exc:
+                    if exc.code not in ("unavailable", "connection_lost") or trio.current_time() + delay > deadline:
+                        raise
+                await trio.sleep(delay)  # back-off between attempts
+                delay = min(delay * 2, 1.0)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for stream in list(self._streams.values()):
+            stream._wake()
+        await self._drop_connection()
+
+    # -- requests -----------------------------------------------------------------------------
+
+    async def request(self, op: str, params: dict[str, Any] | None = None) -> Any:
+        """Send one request and return its result; raises ``WireError``."""
+        ws = self._ws
+        if ws is None or ws.closed is not None:
+            raise ConnectionLost("not connected to the daemon")
+        return await self._request_on(ws, self._pending, op, params or {})
+
+    async def _request_on(self, ws: WebSocketConnection, pending: dict[int, _Pending], op: str, params: dict[str, Any]) -> Any:
+        request_id = next(self._ids)
+        waiter = pending[request_id] = _Pending()
+        try:
+            await ws.send_message(codec.encode_request(request_id, op, params))
+            await waiter.done.wait()
+        except ConnectionClosed:
+            raise ConnectionLost() from None
+        finally:
+            pending.pop(request_id, None)
+        if waiter.error is not None:
+            raise waiter.error
+        response = waiter.response or {}
+        if response.get("ok"):
+            return response.get("result")
+        error = response.get("error") or {}
+        raise WireError(str(error.get("code", "internal")), str(error.get("message", "")))
+
+    async def _call(self, op: str, **params: Any) -> Any:
+        return await self.request(op, {k: v for k, v in params.items() if v is not None})
+
+    async def status(self) -> dict[str, Any]:
+        return await self._call("status")  # type: ignore[no-any-return]
+
+    async def create_thread(
+        self,
+        *,
+        cwd: str | None = None,
+        model: str | None = None,
+        reasoning: str | None = None,
+        instructions: str | None = None,
+        tools: list[str] | str | None = None,
+        parent: str | None = None,
+    ) -> dict[str, Any]:
+        return await self._call(  # type: ignore[no-any-return]
+            "thread.create", cwd=cwd, model=model, reasoning=reasoning, instructions=instructions, tools=tools, parent=parent
+        )
+
+    async def list_threads(self) -> list[dict[str, Any]]:
+        return await self._call("thread.list")  # type: ignore[no-any-return]
+
+    async def get_thread(self, thread_id: str) -> dict[str, Any]:
+        return await self._call("thread.get", thread_id=thread_id)  # type: ignore[no-any-return]
+
+    async def configure(self, thread_id: str, config: dict[str, Any]) -> dict[str, Any]:
+        return await self._call("thread.configure", thread_id=thread_id, config=config)  # type: ignore[no-any-return]
+
+    async def send(self, thread_id: str, text: str, *, mode: str | None = None, client_msg_id: str | None = None) -> dict[str, Any]:
+        return await self._call("thread.send", thread_id=thread_id, text=text, mode=mode, client_msg_id=client_msg_id)  # type: ignore[no-any-return]
+
+    async def interrupt(self, thread_id: str, *, clear_queue: bool = False) -> dict[str, Any]:
+        return await self._call("thread.interrupt", thread_id=thread_id, clear_queue=clear_queue)  # type: ignore[no-any-return]
+
+    async def pause(self, thread_id: str) -> dict[str, Any]:
+        return await self._call("thread.pause", thread_id=thread_id)  # type: ignore[no-any-return]
+
+    async def resume(self, thread_id: str) -> dict[str, Any]:
+        return await self._call("thread.resume", thread_id=thread_id)  # type: ignore[no-any-return]
+
+    async def kill(self, thread_id: str) -> dict[str, Any]:
+        return await self._call("thread.kill", thread_id=thread_id)  # type: ignore[no-any-return]
+
+    async def history(self, thread_id: str) -> list[dict[str, Any]]:
+        return await self._call("thread.history", thread_id=thread_id)  # type: ignore[no-any-return]
+
+    async def compact(self, thread_id: str) -> dict[str, Any]:
+        return await self._call("thread.compact", thread_id=thread_id)  # type: ignore[no-any-return]
+
+    async def thread_events(self, thread_id: str, *, since: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        return await self._call("thread.events", thread_id=thread_id, since=since, limit=limit)  # type: ignore[no-any-return]
+
+    async def subscribe(self, thread_id: str, since: int | None = None) -> dict[str, Any]:
+        """The raw op: events then arrive in ``events()`` streams (or nowhere)."""
+        return await self._call("subscribe", thread_id=thread_id, since=since)  # type: ignore[no-any-return]
+
+    async def unsubscribe(self, thread_id: str) -> dict[str, Any]:
+        return await self._call("unsubscribe", thread_id=thread_id)  # type: ignore[no-any-return]
+
+    def events(self, thread_id: str, since: int = 0, *, max_queued: int = MAX_QUEUED) -> EventStream:
+        """Every event of ``thread_id`` (or ``"*"``) with ``seq > since``, then live ones.
+
+        Use as ``async for event in client.events(tid)`` or ``async with`` it to
+        unsubscribe on exit. One stream per thread id (or ``*``) per client. At most
+        ``max_queued`` events wait for the consumer; beyond that they are re-read from
+        the daemon's log when the consumer gets there.
+        """
+        if thread_id in self._streams:
+            raise ValueError(f"this client already has an event stream for {thread_id!r}")
+        stream = EventStream(self, thread_id, since, max_queued)
+        self._streams[thread_id] = stream
+        return stream
+
+    def _forget_stream(self, stream: EventStream) -> None:
+        if self._streams.get(stream.key) is stream:
+            del self._streams[stream.key]
+
+
+def _handshake_error(exc: BaseException, target: Target) -> WireError:
+    if isinstance(exc, BaseExceptionGroup):
+        exc = _single(exc)
+    if isinstance(exc, WireError):
+        return exc
+    status = getattr(exc, "status_code", None)
+    if status is not None:
+        body = (getattr(exc, "body", None) or b"").decode("utf-8", "replace")
+        return WireError("handshake_refused", f"the daemon at {target} refused the connection: HTTP {status} {body}".rstrip())
+    return WireError("unavailable", f"cannot open a WebSocket to {target}: {exc!r}")
+
+
+@asynccontextmanager
+async def connect(
+    socket: str | os.PathLike[str] | None = None,
+    url: str | None = None,
+    token: str | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+    *,
+    token_file: str | os.PathLike[str] | None = None,
+    timeout: float = CONNECT_TIMEOUT_S,
+) -> AsyncIterator[Client]:
+    """Connect and authenticate (see ``echsd.wire.discovery`` for the defaults)."""
+    try:
+        target = resolve_target(socket, url, state_dir)
+        secret = resolve_token(token, token_file, state_dir)
+    except DiscoveryError as exc:
+        raise WireError(exc.code, exc.message) from None
+    try:
+        async with trio.open_nursery() as nursery:
+            client = Client(nursery, target, secret)
+            try:
+                await client._open(timeout)
+                yield client
+            finally:
+                await client.aclose()
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # Only our own connection tasks share the nursery and they never raise, so a group
+        # holds one exception (the caller's, or ours from connecting): raise it as is.
+        raise _single(group) from None
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

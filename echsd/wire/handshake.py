@@ -1,0 +1,46 @@
+"""Opening-handshake checks (CONTRACT.md 3.1-3.2), sans-IO: a request's path and headers in,
+an HTTP refusal (or ``None`` to accept) out.
+
+- Any ``Origin`` header is refused with 403: browsers always send one, so no web page can
+  drive the daemon, even through the loopback TCP port.
+- On TCP the ``Host`` header must name a loopback address or ``localhost`` (403 otherwise):
+  a DNS-rebinding page reaches 127.0.0.1 under a foreign name and is turned away here.
+  On the unix socket any Host is fine (only local processes can connect).
+- Only the path ``/v1`` exists (404 otherwise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from echsd.settings import is_loopback_host
+
+PATH = "/v1"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: int
+    reason: str
+
+
+def host_of(header: str) -> str:
+    """The host part of a ``Host`` header value (``[::1]:80`` -> ``::1``)."""
+    header = header.strip()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    if header.count(":") == 1:
+        return header.split(":", 1)[0]
+    return header
+
+
+def check_handshake(path: str, host: str | None, headers: list[tuple[bytes, bytes]], transport: str) -> Refusal | None:
+    """``transport`` is ``unix`` or ``tcp``; returns the refusal to send, or None to accept."""
+    if any(name.lower() == b"origin" for name, _ in headers):
+        return Refusal(403, "browser-originated connections (Origin header) are refused")
+    if transport == "tcp":
+        if not is_loopback_host(host_of(host or "").lower()):
+            return Refusal(403, "the Host header must name a loopback address or localhost")
+    if path.split("?", 1)[0] != PATH:
+        return Refusal(404, f"no such path; the protocol lives at {PATH}")
+    return None

@@ -1,0 +1,160 @@
+"""One connection's outbound queue with backpressure accounting, sans-IO.
+
+Theory of operation. The event hub calls us synchronously after each store commit, so
+``push_event`` must never block: it appends and returns. The connection's writer task
+calls ``take`` whenever something is pending, sends the frames it gets, and calls
+``take`` again; a ``take`` therefore means "the writer has drained what it took before".
+
+- Responses are never dropped (the request loop bounds them by waiting for room).
+- Events are bounded by ``max_events`` while the writer is busy sending, i.e. while the
+  client is behind. While the writer is idle, a burst up to ``BURST_FACTOR`` times that
+  is accepted: the store publishes a whole commit batch (often more than 10,000 events)
+  in one synchronous call before the writer can run, and that alone says nothing about
+  the client's speed. On overflow every queued event is dropped and its seq range
+  remembered per thread; further events of those threads are dropped too (the range
+  grows) until the next ``take``, which emits one ``events.gap`` per thread with
+  ``reason: "backpressure"`` (envelope ``seq`` = ``from_seq - 1``) and resumes live
+  delivery. So a client that reads nothing costs bounded memory and never slows a thread.
+- ``take`` puts every run of consecutive events into one frame (the plain event for one,
+  ``{"events": [...]}`` for several), split only past ``max_frame_bytes``; each response
+  is its own frame; order is kept.
+
+An item may carry several encoded events of one thread with contiguous seqs (a page of a
+replay, concatenated): it is counted, dropped and batched as that many events.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from echsd.wire.codec import encode_batch, packb
+
+DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
+BURST_FACTOR = 8
+
+
+class Item:
+    """Queued output: a response (``count == 0``), or a run of one thread's encoded events
+    with contiguous seqs (consecutive pushes are merged into one run, so a streaming
+    thread costs one list append per event)."""
+
+    __slots__ = ("thread_id", "first_seq", "last_seq", "ts", "parts", "count", "size")
+
+    def __init__(self, thread_id: str | None, first_seq: int, last_seq: int, ts: float, data: bytes, count: int) -> None:
+        self.thread_id = thread_id
+        self.first_seq = first_seq  # of the first event (a stored gap: its from_seq)
+        self.last_seq = last_seq  # of the last event (a stored gap: its to_seq)
+        self.ts = ts
+        self.parts = [data]  # encoded events, concatenated in order
+        self.count = count
+        self.size = len(data)
+
+
+class Outbox:
+    def __init__(self, max_events: int, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self.max_events = max(1, max_events)
+        self.max_frame_bytes = max_frame_bytes
+        self.events = 0  # events queued
+        self.responses = 0  # responses queued
+        self.dropped = 0  # events dropped over the connection's life
+        self.gaps = 0  # backpressure gaps emitted
+        self.writer_idle = True  # set by the IO shell: False from a take until the writer waits again
+        self._items: deque[Item] = deque()
+        self._dropping: dict[str, list[float]] = {}  # thread -> [from_seq, to_seq, ts]
+
+    def __bool__(self) -> bool:
+        """Whether ``take`` has something to hand out."""
+        return bool(self._items or self._dropping)
+
+    def push_response(self, data: bytes) -> None:
+        self._items.append(Item(None, 0, 0, 0.0, data, 0))
+        self.responses += 1
+
+    def push_event(self, thread_id: str, first_seq: int, last_seq: int, ts: float, data: bytes, count: int = 1) -> bool:
+        """Queue encoded event(s) of one thread; False when dropped (they will be in a gap)."""
+        if self._dropping and thread_id in self._dropping:
+            self.drop(thread_id, first_seq, last_seq, ts, count)
+            return False
+        if self.events + count > (self.max_events * BURST_FACTOR if self.writer_idle else self.max_events):
+            self._overflow()
+            self.drop(thread_id, first_seq, last_seq, ts, count)
+            return False
+        self.events += count
+        items = self._items
+        if items:
+            run = items[-1]
+            if run.thread_id == thread_id and run.last_seq + 1 == first_seq and run.size + len(data) <= self.max_frame_bytes:
+                run.parts.append(data)
+                run.last_seq, run.ts = last_seq, ts
+                run.count += count
+                run.size += len(data)
+                return True
+        items.append(Item(thread_id, first_seq, last_seq, ts, data, count))
+        return True
+
+    def forget(self, thread_id: str | None = None) -> None:
+        """Drop the pending gap of one thread (or all): a re-subscription supersedes it."""
+        if thread_id is None:
+            self._dropping.clear()
+        else:
+            self._dropping.pop(thread_id, None)
+
+    def take(self) -> list[bytes]:
+        """Everything pending as frames, in order; ends the dropping period (see module doc)."""
+        frames: list[bytes] = []
+        parts: list[bytes] = []
+        count = size = 0
+        limit = self.max_frame_bytes
+        gaps = [Item(tid, int(first), int(last), ts, _gap(tid, int(first), int(last), ts), 1) for tid, (first, last, ts) in self._dropping.items()]
+        self.gaps += len(gaps)
+        self._dropping.clear()
+        for item in (*gaps, *self._items):
+            if not item.count:
+                if parts:
+                    frames.append(encode_batch(parts, count))
+                    parts, count, size = [], 0, 0
+                frames.append(item.parts[0])
+                continue
+            if parts and size + item.size > limit:
+                frames.append(encode_batch(parts, count))
+                parts, count, size = [], 0, 0
+            parts.extend(item.parts)
+            count += item.count
+            size += item.size
+        if parts:
+            frames.append(encode_batch(parts, count))
+        self._items.clear()
+        self.events = self.responses = 0
+        return frames
+
+    def _overflow(self) -> None:
+        kept: deque[Item] = deque()
+        for item in self._items:
+            if item.count:
+                self.drop(item.thread_id, item.first_seq, item.last_seq, item.ts, item.count)  # type: ignore[arg-type]
+            else:
+                kept.append(item)
+        self._items = kept
+        self.events = 0
+
+    def drop(self, thread_id: str, first_seq: int, last_seq: int, ts: float, count: int = 1) -> None:
+        """Count events as not delivered: they will be reported in the thread's next gap."""
+        self.dropped += count
+        span = self._dropping.get(thread_id)
+        if span is None:
+            self._dropping[thread_id] = [first_seq, last_seq, ts]
+        else:
+            span[0] = min(span[0], first_seq)
+            span[1] = max(span[1], last_seq)
+            span[2] = max(span[2], ts)
+
+
+def _gap(thread_id: str, from_seq: int, to_seq: int, ts: float) -> bytes:
+    return packb(
+        {
+            "event": "events.gap",
+            "thread_id": thread_id,
+            "seq": from_seq - 1,
+            "ts": ts,
+            "data": {"from_seq": from_seq, "to_seq": to_seq, "reason": "backpressure"},
+        }
+    )

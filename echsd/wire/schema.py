@@ -1,0 +1,307 @@
+"""Every wire operation, defined once: name, params (type, required), result, example.
+
+Request validation and ``docs/protocol.md`` are both derived from ``OPS``, so the
+documentation cannot drift from what the daemon accepts. Params are checked for shape
+only (type, required, allowed values); meaning (an existing thread, a valid cwd) is
+checked by the layer that owns it. An explicit ``null`` for an optional param means
+"not given".
+
+To add an op (e.g. ``blackboard.get``): add its ``OpSpec`` here, a handler in
+``echsd/wire/handlers.py``, and drop its name from ``RESERVED_OPS``; then regenerate
+the docs with ``python -m echsd.wire.docs > docs/protocol.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from echsd.wire.codec import PROTOCOL_VERSION
+
+
+class ParamsError(Exception):
+    """Params do not match the op's schema; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A param type: how the docs name it and how a value is checked."""
+
+    name: str
+    check: Callable[[Any], bool]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+STRING = Kind("string", lambda v: isinstance(v, str))
+TEXT = Kind("non-empty string", lambda v: isinstance(v, str) and bool(v))
+BOOL = Kind("boolean", lambda v: isinstance(v, bool))
+SEQ = Kind("integer >= 0", lambda v: _is_int(v) and v >= 0)
+COUNT = Kind("integer >= 1", lambda v: _is_int(v) and v >= 1)
+MAP = Kind("map", lambda v: isinstance(v, dict))
+THREAD_ID = Kind("thread id", lambda v: isinstance(v, str) and bool(v))
+THREAD_OR_ALL = Kind('thread id or "*"', lambda v: isinstance(v, str) and bool(v))
+TOOLS = Kind(
+    "list of strings, or a string like \"+name,-name\"",
+    lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(i, str) for i in v)),
+)
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: Kind
+    description: str
+    required: bool = False
+    choices: tuple[Any, ...] = ()
+
+    def check(self, value: Any) -> None:
+        if not self.kind.check(value):
+            raise ParamsError(f"param '{self.name}' must be a {self.kind.name}")
+        if self.choices and value not in self.choices:
+            allowed = ", ".join(map(str, self.choices))
+            raise ParamsError(f"param '{self.name}' must be one of {allowed} (got {value!r})")
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    summary: str
+    params: tuple[Param, ...]
+    result: str
+    example_params: dict[str, Any]
+    example_result: Any
+    background: bool = False  # answered when done; later requests are not held up
+    notes: str = ""
+    by_name: dict[str, Param] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_name", {p.name: p for p in self.params})
+
+    def validate(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The params with nulls removed; raises ``ParamsError`` naming the bad field."""
+        unknown = sorted(str(k) for k in params if k not in self.by_name)
+        if unknown:
+            raise ParamsError(f"unknown param(s) for {self.name}: {', '.join(unknown)}")
+        clean: dict[str, Any] = {}
+        for param in self.params:
+            value = params.get(param.name)
+            if value is None:
+                if param.required:
+                    raise ParamsError(f"missing param '{param.name}'")
+                continue
+            param.check(value)
+            clean[param.name] = value
+        return clean
+
+
+def _thread(description: str = "the thread") -> Param:
+    return Param("thread_id", THREAD_ID, description, required=True)
+
+
+_TID = "thr_0123456789abcdef"
+_CONFIG = {
+    "cwd": "/home/me/project",
+    "model": "gpt-5.1",
+    "reasoning": "medium",
+    "instructions": "You are a coding agent ...",
+    "tools": ["exec_command", "read_file", "apply_patch"],
+}
+_THREAD = {
+    "thread_id": _TID,
+    "state": "idle",
+    "parent": None,
+    "children": [],
+    "config": _CONFIG,
+    "queued": 0,
+    "usage": {"turns": 1, "input_tokens": 1200, "cached_tokens": 0, "output_tokens": 80, "reasoning_tokens": 0},
+    "created_at": 1767225600.0,
+    "active_turn": None,
+    "last_seq": 7,
+}
+_THREAD_OBJECT = "thread object (CONTRACT.md 2.5)"
+_EVENT = {"event": "turn.delta", "thread_id": _TID, "seq": 7, "ts": 1767225601.25, "data": {"turn_id": "turn_5f0c2a9d11e24b7a", "item_id": "msg_1", "delta": "Hel"}}
+
+OPS: tuple[OpSpec, ...] = (
+    OpSpec(
+        "hello",
+        "Authenticates the connection; must be the first request.",
+        (
+            Param("protocol", COUNT, f"protocol version, {PROTOCOL_VERSION}", required=True, choices=(PROTOCOL_VERSION,)),
+            Param("token", STRING, "the client token (`echsd token`)", required=True),
+        ),
+        "`protocol`, `version` (daemon version), `server`",
+        {"protocol": 1, "token": "<token>"},
+        {"protocol": 1, "version": "0.1.0", "server": "echsd"},
+        notes="Anything else as the first request, a wrong token or an unsupported protocol "
+        "is answered with `unauthorized` and the connection is closed. A second `hello` on an "
+        "authenticated connection is a `bad_request`.",
+    ),
+    OpSpec(
+        "status",
+        "Daemon version, uptime, provider, model and thread counts.",
+        (),
+        "status object (CONTRACT.md 2.5)",
+        {},
+        {
+            "version": "0.1.0",
+            "provider": "openai",
+            "model": "gpt-5.1",
+            "uptime_s": 42.5,
+            "threads": {"total": 2, "idle": 1, "running": 1, "paused": 0, "killed": 0},
+        },
+    ),
+    OpSpec(
+        "thread.create",
+        "Creates a thread; missing config keys take the daemon's defaults.",
+        (
+            Param("cwd", TEXT, "absolute path of an existing directory (default: the daemon's cwd)"),
+            Param("model", TEXT, "model name"),
+            Param("reasoning", STRING, "reasoning effort", choices=("none", "minimal", "low", "medium", "high", "xhigh")),
+            Param("instructions", STRING, "system instructions; `{{cwd}}` is replaced by the cwd"),
+            Param("tools", TOOLS, "tool names, or edits of the default set"),
+            Param("parent", THREAD_ID, "parent thread id"),
+        ),
+        _THREAD_OBJECT,
+        {"cwd": "/home/me/project", "model": "gpt-5.1"},
+        _THREAD,
+    ),
+    OpSpec("thread.list", "Every thread, oldest first.", (), f"list of {_THREAD_OBJECT}s", {}, [_THREAD]),
+    OpSpec("thread.get", "One thread.", (_thread(),), _THREAD_OBJECT, {"thread_id": _TID}, _THREAD),
+    OpSpec(
+        "thread.configure",
+        "Hot-swaps config; a running turn uses it from its next model request.",
+        (_thread(), Param("config", MAP, "any of `cwd`, `model`, `reasoning`, `instructions`, `tools`", required=True)),
+        _THREAD_OBJECT,
+        {"thread_id": _TID, "config": {"reasoning": "high", "tools": "+view_image"}},
+        _THREAD,
+    ),
+    OpSpec(
+        "thread.send",
+        "Sends input: starts a turn, queues it or steers the running turn (CONTRACT.md 2.2).",
+        (
+            _thread(),
+            Param("text", TEXT, "the input text", required=True),
+            Param("mode", STRING, "default `send`", choices=("send", "queue", "steer")),
+            Param("client_msg_id", TEXT, "idempotency key: a repeat is acknowledged again, never delivered twice"),
+        ),
+        "acknowledgement `{input_id, disposition, thread_id}`, disposition `started | queued | steered`",
+        {"thread_id": _TID, "text": "run the tests", "mode": "queue", "client_msg_id": "cli-1"},
+        {"input_id": "in_9a8b7c6d5e4f3a2b", "disposition": "queued", "thread_id": _TID},
+    ),
+    OpSpec(
+        "thread.interrupt",
+        "Ends the running turn as `turn.interrupted`; the queue then continues.",
+        (_thread(), Param("clear_queue", BOOL, "also drop the queued inputs (default false)")),
+        "`{thread_id, interrupted, state, ...}`; `interrupted` is false when no turn was running",
+        {"thread_id": _TID, "clear_queue": False},
+        {"thread_id": _TID, "interrupted": True, "state": "idle"},
+    ),
+    OpSpec(
+        "thread.pause",
+        "Interrupts the running turn and takes no new turn until resume.",
+        (_thread(),),
+        "`{thread_id, interrupted, state, ...}`",
+        {"thread_id": _TID},
+        {"thread_id": _TID, "interrupted": True, "state": "paused"},
+    ),
+    OpSpec(
+        "thread.resume",
+        "Resumes a paused thread (succeeds and changes nothing otherwise).",
+        (_thread(),),
+        "`{thread_id, resumed, state}`",
+        {"thread_id": _TID},
+        {"thread_id": _TID, "resumed": True, "state": "idle"},
+    ),
+    OpSpec(
+        "thread.kill",
+        "Interrupts, then stops the thread and its descendants for good.",
+        (_thread(),),
+        "`{thread_id, killed: [thread ids], state}`",
+        {"thread_id": _TID},
+        {"thread_id": _TID, "killed": [_TID], "state": "killed"},
+    ),
+    OpSpec(
+        "thread.history",
+        "The thread's Responses items, exactly as sent to the model.",
+        (_thread(),),
+        "list of Responses items",
+        {"thread_id": _TID},
+        [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+    ),
+    OpSpec(
+        "thread.events",
+        "Stored events with `seq > since`, oldest first, at most `limit` (and at most 10,000).",
+        (
+            _thread(),
+            Param("since", SEQ, "default 0"),
+            Param("limit", COUNT, "default and maximum 10,000"),
+        ),
+        "list of event envelopes; a range the log no longer holds appears as one `events.gap`",
+        {"thread_id": _TID, "since": 6, "limit": 1},
+        [_EVENT],
+    ),
+    OpSpec(
+        "thread.compact",
+        "Compacts the thread's context now.",
+        (_thread(),),
+        "`{thread_id, items_before, items_after}`",
+        {"thread_id": _TID},
+        {"thread_id": _TID, "items_before": 40, "items_after": 3},
+        background=True,
+        notes="Runs in the background: requests sent after it on the same connection are "
+        "answered without waiting for it, so its answer may come after theirs.",
+    ),
+    OpSpec(
+        "subscribe",
+        "Streams a thread's events (or every thread's, with `*`): replay, then live.",
+        (
+            Param("thread_id", THREAD_OR_ALL, "a thread id, or `*` for every thread", required=True),
+            Param("since", SEQ, "replay stored events with `seq > since` first; omitted: live events only"),
+        ),
+        "`{thread_id, since, replayed, last_seq}`",
+        {"thread_id": _TID, "since": 0},
+        {"thread_id": _TID, "since": 0, "replayed": 7, "last_seq": 7},
+        notes="The answer comes after the `replayed` events it counts and before every "
+        "later event: events with `seq <= last_seq` precede it, live ones follow it "
+        "(`last_seq` is null for `*`). Subscribing again to the same thread (or `*`) "
+        "restarts its stream from the new `since`. Unknown thread: `not_found`.",
+    ),
+    OpSpec(
+        "unsubscribe",
+        "Stops a subscription made with `subscribe`.",
+        (Param("thread_id", THREAD_OR_ALL, "as given to `subscribe`", required=True),),
+        "`{thread_id, subscribed: false}`",
+        {"thread_id": _TID},
+        {"thread_id": _TID, "subscribed": False},
+        notes="Unsubscribing a thread still covered by `*` keeps its events flowing (and vice versa).",
+    ),
+)
+
+# In the contract but not served yet: answered with `unknown_op` until their OpSpec lands.
+RESERVED_OPS: tuple[str, ...] = (
+    "blackboard.get",
+    "blackboard.set",
+    "blackboard.list",
+    "blackboard.delete",
+    "approval.respond",
+    "tool.register",
+    "tool.result",
+)
+
+OPS_BY_NAME: dict[str, OpSpec] = {spec.name: spec for spec in OPS}
+
+ERROR_CODES: dict[str, str] = {
+    "unauthorized": "missing or wrong `hello` (the connection is then closed)",
+    "bad_request": "malformed frame or request, unknown/missing/mistyped param (named in the message)",
+    "unknown_op": "no such op (or one this daemon does not serve yet)",
+    "not_found": "no such thread",
+    "conflict": "the change conflicts with the current state (e.g. a version mismatch)",
+    "invalid_state": "not allowed in the thread's state (e.g. input to a killed thread)",
+    "timeout": "the thread did not answer in time",
+    "unavailable": "the daemon is starting or shutting down",
+    "upstream_error": "the model endpoint failed a request made for this op",
+    "internal": "a bug; the daemon logged it and stays up",
+}

@@ -1,0 +1,258 @@
+"""One authenticated-or-not WebSocket connection: four tasks around the sans-IO cores.
+
+- reader: moves incoming frames into our own bounded queue, so trio-websocket's reader
+  (which holds one message) keeps running and pongs keep flowing while a request works;
+- requests: handles frames one at a time, in order (``background`` ops such as
+  ``thread.compact`` run on the side and answer when done);
+- writer: drains the ``Outbox`` (responses and batched events) into frames;
+- heartbeat: pings every ``heartbeat_s``; no pong within ``MISSED_PINGS`` heartbeats
+  closes the connection.
+
+Nothing a client sends can end the daemon or affect another connection: every failure
+becomes an error response (``internal`` for bugs, logged with the traceback).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection
+
+from echsd import __version__
+from echsd.errors import BadRequest, EchsError, Unauthorized
+from echsd.logs import get_logger, register_secret
+from echsd.settings import Settings
+from echsd.store import Store
+from echsd.threads.hub import EventHub
+from echsd.threads.service import ThreadService
+from echsd.wire import codec
+from echsd.wire.codec import FrameError, RequestError
+from echsd.wire.handlers import HANDLERS
+from echsd.wire.outbox import Outbox
+from echsd.wire.schema import OPS_BY_NAME, RESERVED_OPS, OpSpec, ParamsError
+from echsd.wire.subscriptions import Subscriptions
+from echsd.wire.token import TokenError, read_token, token_matches
+
+log = get_logger(__name__)
+
+INCOMING_QUEUE = 64  # frames read ahead of the request loop
+MAX_PENDING_RESPONSES = 256  # the request loop waits while this many are unsent
+MAX_BACKGROUND = 8  # background ops in flight per connection
+MISSED_PINGS = 3
+FLUSH_TIMEOUT_S = 5.0
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class WireContext:
+    """What a connection needs from the daemon."""
+
+    service: ThreadService
+    hub: EventHub
+    store: Store
+    settings: Settings
+
+
+class Session:
+    def __init__(self, context: WireContext, ws: WebSocketConnection, transport: str) -> None:
+        self.id = next(_ids)
+        self.context = context
+        self.service = context.service
+        self.ws = ws
+        self.transport = transport
+        self.authenticated = False
+        self.dead = False  # unresponsive: skip the closing handshake
+        tuning = context.settings.tuning
+        self.outbox = Outbox(tuning.client_queue_events)
+        self._wake = trio.Event()
+        self._progress = trio.Event()  # set (and replaced) each time the writer moves on
+        self._sending = False
+        self.subscriptions = Subscriptions(
+            context.service, context.hub, context.store, self.outbox, self._wake_writer, self._wait_event_room
+        )
+        self._log = log.bind(connection=self.id, transport=transport)
+
+    # -- the connection's life --------------------------------------------------------------
+
+    async def run(self) -> int:
+        """Serve until the peer leaves or must go; returns the close code to send."""
+        self._log.debug("connection opened")
+        incoming_send, incoming_receive = trio.open_memory_channel[bytes | str](INCOMING_QUEUE)
+        code = 1000
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._read_frames, incoming_send)
+                nursery.start_soon(self._write_frames, nursery.cancel_scope)
+                if self.context.settings.tuning.heartbeat_s > 0:
+                    nursery.start_soon(self._heartbeat, nursery.cancel_scope)
+                code = await self._serve_requests(incoming_receive, nursery)
+                nursery.cancel_scope.cancel()
+            return code
+        finally:
+            self.subscriptions.close()
+            self._log.debug("connection closed", dropped_events=self.outbox.dropped, gaps=self.outbox.gaps)
+
+    async def _read_frames(self, incoming: trio.MemorySendChannel[bytes | str]) -> None:
+        async with incoming:
+            try:
+                while True:
+                    await incoming.send(await self.ws.get_message())
+            except ConnectionClosed:
+                pass
+
+    async def _write_frames(self, scope: trio.CancelScope) -> None:
+        try:
+            while True:
+                if not self.outbox:
+                    self.outbox.writer_idle = True
+                    self._wake = trio.Event()
+                    self._advance()
+                    await self._wake.wait()
+                    continue
+                frames = self.outbox.take()
+                self.outbox.writer_idle = False
+                self._sending = True
+                self._advance()
+                for frame in frames:
+                    await self.ws.send_message(frame)
+                self._sending = False
+        except ConnectionClosed:
+            scope.cancel()
+
+    async def _heartbeat(self, scope: trio.CancelScope) -> None:
+        interval = self.context.settings.tuning.heartbeat_s
+        try:
+            while True:
+                await trio.sleep(interval)
+                with trio.move_on_after(interval * MISSED_PINGS) as waiting:
+                    await self.ws.ping()
+                if waiting.cancelled_caught:
+                    self._log.info("no pong from the client; closing the connection")
+                    self.dead = True
+                    scope.cancel()
+                    return
+        except ConnectionClosed:
+            scope.cancel()
+
+    # -- writer coordination ------------------------------------------------------------------
+
+    def _wake_writer(self) -> None:
+        wake = self._wake
+        if not wake.is_set():
+            wake.set()
+
+    def _advance(self) -> None:
+        progress, self._progress = self._progress, trio.Event()
+        progress.set()
+
+    async def _wait_event_room(self, room: int) -> None:
+        """Wait until ``room`` more events fit in the outbox without an overflow."""
+        while self.outbox.events + room > self.outbox.max_events and self.outbox.events:
+            await self._progress.wait()
+
+    async def _wait_response_room(self) -> None:
+        while self.outbox.responses >= MAX_PENDING_RESPONSES:
+            await self._progress.wait()
+
+    async def _flush(self) -> None:
+        with trio.move_on_after(FLUSH_TIMEOUT_S):
+            while self.outbox or self._sending:
+                await self._progress.wait()
+
+    def _respond(self, request_id: int, result: Any) -> None:
+        try:
+            data = codec.encode_result(request_id, result)
+        except Exception:
+            self._log.exception("cannot encode a result")
+            data = codec.encode_error(request_id, "internal", "internal error: the result could not be encoded")
+        self.outbox.push_response(data)
+        self._wake_writer()
+
+    def _error(self, request_id: int | None, code: str, message: str) -> None:
+        self.outbox.push_response(codec.encode_error(request_id, code, message))
+        self._wake_writer()
+
+    # -- requests -------------------------------------------------------------------------------
+
+    async def _serve_requests(self, incoming: trio.MemoryReceiveChannel[bytes | str], nursery: trio.Nursery) -> int:
+        background = trio.Semaphore(MAX_BACKGROUND)
+        async with incoming:
+            async for message in incoming:
+                await self._wait_response_room()
+                if not await self._handle(message, nursery, background):
+                    await self._flush()
+                    return 1008
+        return 1000
+
+    async def _handle(self, message: bytes | str, nursery: trio.Nursery, background: trio.Semaphore) -> bool:
+        """Handle one frame; False when the connection must be closed."""
+        try:
+            request = codec.decode_request(message)
+        except FrameError as exc:
+            return self._refuse_or_error(None, exc.code, str(exc))
+        except RequestError as exc:
+            return self._refuse_or_error(exc.request_id, exc.code, exc.message)
+        if not self.authenticated and request.op != "hello":
+            return self._refuse(request.id, "the first request must be hello")
+        spec = OPS_BY_NAME.get(request.op)
+        if spec is None:
+            reason = "is not available in this daemon yet" if request.op in RESERVED_OPS else "does not exist"
+            self._error(request.id, "unknown_op", f"op {request.op!r} {reason}")
+            return True
+        try:
+            params = spec.validate(request.params)
+        except ParamsError as exc:
+            return self._refuse_or_error(request.id, "bad_request", str(exc))
+        if spec.background:
+            await background.acquire()
+            nursery.start_soon(self._call_in_background, request.id, spec, params, background)
+            return True
+        await self._call(request.id, spec, params)
+        return self.authenticated
+
+    async def _call_in_background(self, request_id: int, spec: OpSpec, params: dict[str, Any], slots: trio.Semaphore) -> None:
+        try:
+            await self._call(request_id, spec, params)
+        finally:
+            slots.release()
+
+    async def _call(self, request_id: int, spec: OpSpec, params: dict[str, Any]) -> None:
+        try:
+            result = await HANDLERS[spec.name](self, params)
+        except EchsError as exc:
+            self._error(request_id, exc.code, exc.message)
+        except Exception as exc:
+            self._log.exception("request failed", op=spec.name)
+            self._error(request_id, "internal", f"internal error ({type(exc).__name__}); see the daemon log")
+        else:
+            self._respond(request_id, result)
+
+    def _refuse_or_error(self, request_id: int | None, code: str, message: str) -> bool:
+        if not self.authenticated:
+            return self._refuse(request_id, message)
+        self._error(request_id, code, message)
+        return True
+
+    def _refuse(self, request_id: int | None, message: str) -> bool:
+        self._log.info("connection refused: not authenticated", reason=message)
+        self._error(request_id, "unauthorized", message)
+        return False
+
+    async def authenticate(self, token: str) -> dict[str, Any]:
+        """``hello``: compare with the token file as it is now (rotation-aware)."""
+        if self.authenticated:
+            raise BadRequest("already authenticated")
+        path = self.context.settings.token_path
+        try:
+            expected = await trio.to_thread.run_sync(read_token, path)
+        except TokenError as exc:
+            self._log.error("cannot check a client token", error=str(exc))
+            raise Unauthorized("the daemon cannot read its token file") from None
+        register_secret(expected)
+        if not token_matches(token, expected):
+            raise Unauthorized("wrong token")
+        self.authenticated = True
+        return {"protocol": codec.PROTOCOL_VERSION, "version": __version__, "server": "echsd"}

@@ -1,0 +1,188 @@
+"""A connection's subscriptions: hub listeners, store replay, hand-off to the outbox.
+
+The seam rules live in ``follow.Follow`` (sans-IO); this module does the IO around them:
+register the hub listener *before* reading the store, page through the stored events
+(never the whole log at once, and only when the outbox has room, so a replay never
+overflows it), then hand the held live events over. Hub callbacks only append to the
+outbox; they never block the store writer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable
+
+import trio
+
+from echsd.events import Event
+from echsd.logs import get_logger
+from echsd.store import Gap, Store, queries
+from echsd.threads.hub import EventHub, Listening
+from echsd.threads.service import ThreadService, gap_envelope
+from echsd.wire.codec import packb
+from echsd.wire.follow import ALL, Follow
+from echsd.wire.outbox import Outbox
+
+MAX_PAGE = 1000
+log = get_logger(__name__)
+
+_last_event: Event | None = None
+_last_bytes = b""
+
+
+def encode_event(event: Event) -> bytes:
+    """An event's frame bytes, encoded once for all connections (the hub hands every
+    listener the same object, one event at a time)."""
+    global _last_event, _last_bytes
+    if event is not _last_event:
+        _last_bytes = packb(event.envelope())
+        _last_event = event
+    return _last_bytes
+
+
+class Subscriptions:
+    def __init__(
+        self,
+        service: ThreadService,
+        hub: EventHub,
+        store: Store,
+        outbox: Outbox,
+        wake_writer: Callable[[], None],
+        wait_room: Callable[[int], Awaitable[None]],
+    ) -> None:
+        self.service, self.hub, self.store, self.outbox = service, hub, store, outbox
+        self._wake_writer = wake_writer
+        self._wait_room = wait_room
+        self.follow = Follow(max_held=outbox.max_events)
+        self._page = max(1, min(MAX_PAGE, outbox.max_events // 2))
+        self._listening: dict[str, Listening] = {}
+
+    def _on_live(self, event: Event) -> None:
+        """The hub callback: never blocks and never raises (the hub would drop us)."""
+        if not self.follow.on_live(event):
+            return
+        try:
+            data = encode_event(event)
+        except Exception:
+            log.exception("cannot encode an event; reporting it as a gap", thread_id=event.thread_id, seq=event.seq)
+            self.outbox.drop(event.thread_id, event.seq, event.seq, event.ts)
+        else:
+            self.outbox.push_event(event.thread_id, event.seq, event.seq, event.ts, data)
+        self._wake_writer()
+
+    async def subscribe(self, key: str, since: int | None) -> dict[str, Any]:
+        if key != ALL:
+            self.service.get(key)  # not_found for an unknown thread
+        if key not in self._listening:
+            self._listening[key] = self.hub.listen(key, self._on_live)
+        self.outbox.forget(None if key == ALL else key)
+        self.follow.begin(key, since or 0)
+        try:
+            replayed, held = await self._replay(key, since)
+        except BaseException:
+            self.follow.abort()
+            self._stop(key)
+            raise
+        # No checkpoint from here to the response: the held events go out before it.
+        for event in held:
+            self._push_event(event)
+        self._wake_writer()
+        last_seq = self.follow.position(key) if key != ALL else None
+        return {"thread_id": key, "since": since, "replayed": replayed + len(held), "last_seq": last_seq}
+
+    async def _replay(self, key: str, since: int | None) -> tuple[int, list[Event]]:
+        """Send stored events until the held live ones can take over.
+
+        Returns the number sent and the held events (still to send).
+        """
+        follow = self.follow
+        if since is None:
+            if key != ALL:
+                last = await self.store.read(lambda conn: queries.last_seq(conn, key))
+                follow.skip_to(key, last)
+            threads: set[str] = set()
+        elif key == ALL:
+            threads = {thread["thread_id"] for thread in self.service.list()}
+        else:
+            threads = {key}
+        sent = 0
+        while True:
+            for thread_id in sorted(threads):
+                sent += await self._replay_thread(thread_id)
+            held, threads = follow.finish()
+            if not threads:
+                return sent, held
+
+    async def _replay_thread(self, thread_id: str) -> int:
+        """Page through one thread's log from its cursor; the next page is read (in a
+        worker thread) while this one is encoded and sent."""
+        sent = 0
+        async with trio.open_nursery() as nursery:
+            ahead = _Page(nursery, self._read, thread_id, self.follow.position(thread_id))
+            while True:
+                entries = await ahead.get()
+                full = len(entries) >= self._page
+                if full:
+                    last = entries[-1]
+                    ahead = _Page(nursery, self._read, thread_id, last.to_seq if isinstance(last, Gap) else last.seq)
+                await self._wait_room(len(entries))
+                sent += self._push_page(thread_id, entries)
+                self._wake_writer()
+                if not full:
+                    return sent
+
+    def _push_page(self, thread_id: str, entries: list[Event | Gap]) -> int:
+        """Queue a page of stored entries as one outbox item; the number queued.
+
+        Every entry is above the thread's cursor (the page was read from it), so the page
+        advances the cursor as a whole.
+        """
+        if not entries:
+            return 0
+        first, last = entries[0], entries[-1]
+        first_seq = first.from_seq if isinstance(first, Gap) else first.seq
+        last_seq = last.to_seq if isinstance(last, Gap) else last.seq
+        if not self.follow.replayed(thread_id, first_seq, last_seq):
+            return 0
+        data = b"".join(packb(gap_envelope(e)) if isinstance(e, Gap) else encode_event(e) for e in entries)
+        ts = last.ts if isinstance(last, Event) else 0.0
+        self.outbox.push_event(thread_id, first_seq, last_seq, ts, data, len(entries))
+        return len(entries)
+
+    async def _read(self, thread_id: str, after: int) -> list[Event | Gap]:
+        return await self.store.read(lambda conn: queries.read_events(conn, thread_id, after, self._page))
+
+    def _push_event(self, event: Event) -> None:
+        self.outbox.push_event(event.thread_id, event.seq, event.seq, event.ts, encode_event(event))
+
+    def unsubscribe(self, key: str) -> dict[str, Any]:
+        self._stop(key)
+        return {"thread_id": key, "subscribed": False}
+
+    def _stop(self, key: str) -> None:
+        self.follow.stop(key)
+        listening = self._listening.pop(key, None)
+        if listening is not None:
+            listening.close()
+
+    def close(self) -> None:
+        """Stop every listener (the connection is gone)."""
+        for listening in self._listening.values():
+            listening.close()
+        self._listening.clear()
+
+
+class _Page:
+    """A store read running ahead in the background; ``get`` waits for its result."""
+
+    def __init__(self, nursery: trio.Nursery, read: Callable[[str, int], Awaitable[list[Event | Gap]]], thread_id: str, after: int) -> None:
+        self._done = trio.Event()
+        self._entries: list[Event | Gap] = []
+        nursery.start_soon(self._run, read, thread_id, after)
+
+    async def _run(self, read: Callable[[str, int], Awaitable[list[Event | Gap]]], thread_id: str, after: int) -> None:
+        self._entries = await read(thread_id, after)
+        self._done.set()
+
+    async def get(self) -> list[Event | Gap]:
+        await self._done.wait()
+        return self._entries
