@@ -7,6 +7,7 @@ time: the pool hands each call a connection nobody else holds.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -57,6 +58,13 @@ class Store:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create the state directory {path.parent}: {exc}") from exc
+        try:
+            # Conversations are private: create the file 0600 (SQLite gives its -wal and
+            # -shm files the database's mode), and tighten an existing one.
+            os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+            os.chmod(path, 0o600)
+        except OSError as exc:
+            raise StoreError(f"cannot create the database {path}: {exc.strerror}") from exc
         conn: apsw.Connection | None = None
         try:
             conn, version = _open_and_migrate(path)

@@ -118,3 +118,14 @@ def test_concurrent_first_opens_migrate_once(db_path: Path) -> None:
         t.join()
     assert errors == []
     assert [v for v, _ in _versions(db_path)] == list(range(1, LATEST_VERSION + 1))
+
+
+def test_database_file_is_private(db_path: Path) -> None:
+    Store.open(db_path).close()
+    assert db_path.stat().st_mode & 0o777 == 0o600
+    db_path.chmod(0o644)
+    store = Store.open(db_path)
+    try:
+        assert db_path.stat().st_mode & 0o777 == 0o600
+    finally:
+        store.close()
