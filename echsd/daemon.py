@@ -22,7 +22,7 @@ from echsd.threads.actor import ActorServices
 from echsd.threads.hub import EventHub
 from echsd.threads.service import ThreadService
 from echsd.threads.supervisor import Supervisor
-from echsd.tools.process import become_subreaper, kill_all_groups
+from echsd.tools.process import become_subreaper, kill_all_groups, use_group_registry
 from echsd.tools.registry import builtin_tools
 from echsd.wire.server import WireServer
 from echsd.wire.session import WireContext
@@ -63,6 +63,7 @@ class Daemon:
             server.close()
             raise
         self.store = store
+        use_group_registry(settings.state_dir / "run" / "groups")  # and kill a crashed run's leftovers
         store.writer.set_on_commit(self.hub.publish)
         try:
             async with trio.open_nursery() as root:

@@ -15,11 +15,13 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Awaitable, Callable, Mapping
 
 import trio
 
 from echsd.logs import get_logger
+from echsd.tools.groups import GroupRegistry
 
 log = get_logger(__name__)
 
@@ -28,6 +30,17 @@ DRAIN_AFTER_EXIT_S = 0.25  # output still buffered in the pipe when the leader e
 SECRET_ENV = ("OPENAI_API_KEY", "ECHS_TOKEN")
 
 live_groups: set[int] = set()
+_registry: GroupRegistry | None = None
+
+
+def use_group_registry(directory: Path) -> int:
+    """Record live groups under ``directory`` from now on; first kill what a crashed run left.
+
+    Returns the number of leftover groups killed.
+    """
+    global _registry
+    _registry = GroupRegistry(directory)
+    return _registry.kill_leftovers()
 
 
 @dataclass(frozen=True)
@@ -199,6 +212,8 @@ async def run_command(
     )
     pgid = process.pid
     live_groups.add(pgid)
+    if _registry is not None:
+        _registry.add(pgid)
     capture = _Capture(capture_limit)
     counters = {"bytes": 0}
     pump_done = trio.Event()
@@ -220,6 +235,8 @@ async def run_command(
                 await process.stdout.aclose()
             await _wait_group_gone(pgid)
         live_groups.discard(pgid)
+        if _registry is not None:
+            _registry.remove(pgid)
     code = process.returncode
     signal_number = -code if code is not None and code < 0 else None
     return CommandResult(
