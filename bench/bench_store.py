@@ -117,7 +117,7 @@ async def _submitter_alone(path: Path, n: int) -> dict[str, Any]:
 # -- 2. startup load ------------------------------------------------------------------------
 
 
-def _build(path: Path, threads: int, items: int, events_per_thread: int) -> None:
+def build_database(path: Path, threads: int, items: int, events_per_thread: int) -> None:
     """Fill a database directly (not via the writer): we are timing the load, not this."""
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = open_writer(path)
@@ -168,7 +168,7 @@ def _item_json(tid: str, pos: int) -> str:
 
 def _startup_load(path: Path, opts: dict[str, int]) -> dict[str, Any]:
     started = time.perf_counter()
-    _build(path, opts["threads"], opts["items"], opts["events_per_thread"])
+    build_database(path, opts["threads"], opts["items"], opts["events_per_thread"])
     built = time.perf_counter()
     store = Store.open(path)
     opened = time.perf_counter()
