@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=True)
 class Event:
+    """Treat as immutable once emitted. Not ``frozen``: a frozen dataclass's ``__init__``
+    costs 4x more, and replay builds hundreds of thousands of these per second."""
+
     thread_id: str
     seq: int
     type: str

@@ -186,7 +186,7 @@ def read_events_all(
     out: list[Event | Gap] = []
     for ts, tid, seq, kind, data, to_seq in rows:
         if to_seq is None:
-            out.append(Event(thread_id=tid, seq=seq, type=kind, ts=ts, data=loads(data)))
+            out.append(Event(tid, seq, kind, ts, loads(data)))
         else:
             out.append(Gap(tid, seq, to_seq, kind))
     return out

@@ -114,7 +114,7 @@ def input_from_row(r: tuple[Any, ...]) -> InputRow:
 
 
 def event_from_row(r: tuple[Any, ...]) -> Event:
-    return Event(thread_id=r[0], seq=r[1], type=r[2], ts=r[3], data=orjson.loads(r[4]))
+    return Event(r[0], r[1], r[2], r[3], orjson.loads(r[4]))  # positional: the replay hot path
 
 
 THREAD_COLUMNS = (
