@@ -17,7 +17,7 @@ import trio
 from echsd.codex import ResponsesClient, endpoint_from_settings
 from echsd.logs import get_logger
 from echsd.settings import Settings
-from echsd.store import Store
+from echsd.store import Store, run_checkpoints
 from echsd.threads.actor import ActorServices
 from echsd.threads.hub import EventHub
 from echsd.threads.service import ThreadService
@@ -68,6 +68,7 @@ class Daemon:
         try:
             async with trio.open_nursery() as root:
                 await root.start(store.writer.run)
+                await root.start(run_checkpoints, settings.db_path)
                 self.base_url = settings.base_url
                 if settings.provider == "mock":
                     self.base_url = await self._start_mock(root)

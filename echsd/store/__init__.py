@@ -8,6 +8,7 @@ row types, and the ``ops`` (statement builders) and ``queries`` modules.
 from __future__ import annotations
 
 from echsd.store import ops, queries
+from echsd.store.checkpointer import run_checkpoints
 from echsd.store.errors import StoreClosed, StoreError
 from echsd.store.rows import BlackboardRow, Gap, InputRow, ThreadRow
 from echsd.store.schema import LATEST_VERSION, MIGRATIONS
@@ -31,4 +32,5 @@ __all__ = [
     "WriterStats",
     "ops",
     "queries",
+    "run_checkpoints",
 ]

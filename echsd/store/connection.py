@@ -29,6 +29,7 @@ def open_writer(path: Path) -> apsw.Connection:
     conn.execute("PRAGMA temp_store=MEMORY")
     conn.execute("PRAGMA cache_size=-16000")  # 16 MB: history pages of busy threads stay hot
     conn.execute("PRAGMA journal_size_limit=67108864")  # shrink the WAL back to 64 MB
+    conn.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints run off the commit path (checkpointer.py)
     return conn
 
 

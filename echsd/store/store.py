@@ -105,6 +105,10 @@ class Store:
             idle, self._free = self._free, []
         for conn in idle:  # connections in use are closed when their read returns
             conn.close()
+        try:
+            self._writer_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except apsw.Error as exc:  # readers still open elsewhere: the next open checkpoints
+            log.debug("final_checkpoint_skipped", error=str(exc))
         self._writer_conn.close()
 
     def __enter__(self) -> Store:
