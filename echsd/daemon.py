@@ -16,6 +16,7 @@ import trio
 
 from echsd.codex import ResponsesClient, endpoint_from_settings
 from echsd.logs import get_logger
+from echsd.service.sdnotify import Notifier
 from echsd.settings import Settings
 from echsd.store import Store, run_checkpoints
 from echsd.threads.actor import ActorServices
@@ -52,6 +53,7 @@ class Daemon:
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED, handle_signals: bool = False) -> None:
         settings = self.settings
+        notifier = Notifier.from_environ()  # first: no tool process inherits NOTIFY_SOCKET
         settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         become_subreaper()
         ensure_token(settings.token_path)
@@ -95,9 +97,13 @@ class Daemon:
                     base_url=self.base_url,
                     state_dir=str(settings.state_dir),
                 )
+                notifier.notify("READY=1", "STATUS=ready")  # systemd (Type=notify): listeners accept now
+                if notifier.watchdog_s:
+                    root.start_soon(notifier.watchdog)
                 task_status.started(self)
                 await self._stop.wait()
                 log.info("shutting down")
+                notifier.notify("STOPPING=1", "STATUS=stopping: interrupting turns, saving state")
                 server.stop_accepting()
                 with trio.move_on_after(SHUTDOWN_BUDGET_S - 1.0) as budget:
                     await supervisor.shutdown(timeout_s=SHUTDOWN_BUDGET_S - 2.0)

@@ -1,0 +1,157 @@
+"""``echs attach ID``: a live view of a thread with an input line at the bottom.
+
+Three tasks share one connection: the event follower prints what happens (replaying the
+last ``--last`` events first, then live, from one event stream, so nothing between the
+two is missed or repeated), the input loop reads lines from the prompt (Enter queues,
+a leading ``!`` steers, Ctrl-C interrupts the running turn, Ctrl-D detaches), and a
+SIGINT watcher catches a Ctrl-C typed while no prompt is up. Detaching changes nothing
+on the thread.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from echsd.cli.echs_runtime import options_of, run
+
+if TYPE_CHECKING:
+    from echsd.wire.client import Client
+
+HELP_LINE = "Enter queues a message · !text steers the running turn · Ctrl-C interrupts the turn · Ctrl-D detaches"
+
+
+@click.command()
+@click.argument("thread_id")
+@click.option("--last", type=click.IntRange(min=0), default=200, show_default=True, help="Show this many recent events first.")
+@click.pass_context
+def attach(ctx: click.Context, thread_id: str, last: int) -> None:
+    """Interactive: watch a thread live and talk to it.
+
+    Enter queues the typed line; a leading '!' steers it into the running turn;
+    Ctrl-C interrupts the turn; Ctrl-D detaches (the thread keeps going).
+    """
+    options = options_of(ctx)
+    if options.json:
+        raise click.UsageError("attach is interactive and has no --json output (use `echs events --follow --json`)")
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise click.UsageError("attach needs a terminal (in scripts use `echs events --follow` and `echs send`)")
+    run(ctx, lambda client: Attached(client, thread_id, options.color).run(last))
+
+
+class Attached:
+    def __init__(self, client: Client, thread_id: str, color: bool) -> None:
+        from echsd.cli.attach_prompt import PromptLine
+        from echsd.cli.attach_view import AttachView
+        from echsd.cli.render import Style
+
+        self.client = client
+        self.thread_id = thread_id
+        self.color = color
+        self.style = Style(color)
+        self.view = AttachView(self.style, width=shutil.get_terminal_size().columns - 1)
+        self.prompt = PromptLine(self._prompt_message)
+
+    def _prompt_message(self) -> Any:
+        from prompt_toolkit.formatted_text import ANSI
+
+        return ANSI(self.style.state(self.view.state or "?") + " › ")
+
+    def out(self, lines: list[str]) -> None:
+        for line in lines:
+            click.echo(line, color=self.color)
+
+    async def run(self, last: int) -> int:
+        import trio
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        from echsd.cli.echs_wait import observed_seq
+        from echsd.cli.render import short_path
+
+        thread = await self.client.get_thread(self.thread_id)
+        self.view.state = str(thread.get("state"))
+        since = await self._window_start(max(0, await observed_seq(self.client, self.thread_id) - last))
+        config = thread.get("config") or {}
+        where = self.style.dim(f" · {config.get('model')} · {short_path(str(config.get('cwd')))}")
+        self.out([self.style.bold(f"attached to {self.thread_id}") + where])  # before the prompt exists
+        if since:
+            self.out([self.style.dim(f"… recent events only (all of them: echs events {self.thread_id})")])
+        self.out([self.style.dim(HELP_LINE)])
+        with patch_stdout(raw=True):
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._follow, since)
+                    nursery.start_soon(self._watch_sigint)
+                    await self._read_input()
+                    nursery.cancel_scope.cancel()
+            finally:
+                with trio.CancelScope(shield=True):
+                    await self.prompt.close()
+            self.out([*self.view.flush(), self.style.dim(f"detached from {self.thread_id}; it keeps running")])
+        return 0
+
+    async def _window_start(self, since: int) -> int:
+        """Start the replay at a turn's beginning, not in the middle of a streamed message."""
+        if since == 0:
+            return 0
+        window = await self.client.thread_events(self.thread_id, since=since, limit=1000)
+        starts = [e["seq"] for e in window if e.get("event") == "turn.started"]
+        return int(starts[0]) - 1 if starts else since
+
+    async def _follow(self, since: int) -> None:
+        async with self.client.events(self.thread_id, since=since) as stream:
+            async for event in stream:
+                self.out(self.view.feed(event))
+                if event.get("event") == "thread.state":
+                    self.prompt.refresh()
+
+    async def _read_input(self) -> None:
+        from echsd.cli.attach_prompt import EOF, INTERRUPT
+
+        while True:
+            line = await self.prompt.read()
+            if line == EOF:
+                return
+            if line == INTERRUPT:
+                await self._interrupt()
+            else:
+                await self._send(line)
+
+    async def _watch_sigint(self) -> None:
+        """Ctrl-C while no prompt holds the terminal arrives as a signal: same meaning."""
+        import trio
+
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+            async for _ in signals:
+                await self._interrupt()
+
+    async def _send(self, line: str) -> None:
+        from echsd.wire.client import WireError
+
+        text, mode = line.strip(), "queue"
+        if text.startswith("!"):
+            text, mode = text[1:].strip(), "steer"
+        if not text:
+            return
+        try:
+            ack = await self.client.send(self.thread_id, text, mode=mode)
+        except WireError as exc:
+            self.out([self.style(f"not sent: {exc.message}", fg="red")])
+            return
+        if ack.get("disposition") == "steered":  # nothing else shows until it is delivered
+            self.out([self.style.dim(f"⋯ steering {ack.get('input_id')} into the running turn")])
+
+    async def _interrupt(self) -> None:
+        from echsd.wire.client import WireError
+
+        try:
+            result = await self.client.interrupt(self.thread_id)
+        except WireError as exc:
+            self.out([self.style(f"interrupt failed: {exc.message}", fg="red")])
+            return
+        if not result.get("interrupted"):
+            self.out([self.style.dim("no turn is running (Ctrl-D detaches)")])

@@ -1,0 +1,58 @@
+"""``echs``: the thin client (CONTRACT.md 1.2). It never runs a model or a tool; it talks
+to a running daemon over the wire protocol and exits.
+
+Verbs are imported only when invoked (``LazyGroup``) so that ``echs status`` pays for
+nothing but click, trio and the client library.
+"""
+
+from __future__ import annotations
+
+import click
+
+from echsd import __version__
+from echsd.cli.echs_runtime import EchsOptions
+from echsd.cli.lazy import LazyGroup
+
+VERBS = {
+    "status": "echsd.cli.echs_status:status",
+    "new": "echsd.cli.echs_threads:new",
+    "ls": "echsd.cli.echs_threads:ls",
+    "show": "echsd.cli.echs_threads:show",
+    "config": "echsd.cli.echs_threads:config",
+    "send": "echsd.cli.echs_send:send",
+    "interrupt": "echsd.cli.echs_control:interrupt",
+    "pause": "echsd.cli.echs_control:pause",
+    "resume": "echsd.cli.echs_control:resume",
+    "kill": "echsd.cli.echs_control:kill",
+    "compact": "echsd.cli.echs_control:compact",
+    "history": "echsd.cli.echs_events:history",
+    "events": "echsd.cli.echs_events:events",
+    "attach": "echsd.cli.attach:attach",
+}
+
+
+@click.group(cls=LazyGroup, lazy_commands=VERBS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--state-dir", type=click.Path(file_okay=False), help="The daemon's state directory [ECHS_STATE_DIR].")
+@click.option("--socket", type=click.Path(dir_okay=False), help="The daemon's unix socket [ECHS_SOCKET].")
+@click.option("--url", help="The daemon's address, ws://HOST:PORT [ECHS_URL].")
+@click.option("--token-file", type=click.Path(dir_okay=False), help="File holding the client token [ECHS_TOKEN_FILE, or ECHS_TOKEN].")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON only (one document, or JSON Lines for streams).")
+@click.version_option(__version__, prog_name="echs")
+@click.pass_context
+def cli(ctx: click.Context, state_dir: str | None, socket: str | None, url: str | None, token_file: str | None, as_json: bool) -> None:
+    """echs: drive the echsd daemon (threads, input, control, events).
+
+    By default the socket and token are found in the state dir. Flags win over the
+    environment variables shown in brackets.
+    """
+    if socket and url:
+        raise click.UsageError("give --socket or --url, not both")
+    ctx.obj = EchsOptions(state_dir=state_dir, socket=socket, url=url, token_file=token_file, json=as_json)
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""What every ``echs`` verb shares: the connection options, ``--json``, running one
+request session against the daemon, and the exit-code rules of CONTRACT.md 1.2.
+
+Exit codes: 0 success; 1 daemon unreachable or a request failed (one line on stderr);
+2 usage error (click's own); 3 and 4 are returned by ``send --wait`` (turn interrupted,
+turn error). Heavy imports (trio, the client library) happen inside ``run`` so that
+``echs --help`` and usage errors stay instant.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, NoReturn
+
+import click
+
+if TYPE_CHECKING:
+    from echsd.wire.client import Client
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 3
+EXIT_TURN_ERROR = 4
+
+
+@dataclass
+class EchsOptions:
+    """The global options; verbs may switch ``json`` on (``--json`` after the verb)."""
+
+    state_dir: str | None = None
+    socket: str | None = None
+    url: str | None = None
+    token_file: str | None = None
+    json: bool = False
+
+    @property
+    def color(self) -> bool:
+        """Colour only on a terminal, never with NO_COLOR (https://no-color.org) or --json."""
+        return not self.json and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def options_of(ctx: click.Context) -> EchsOptions:
+    return ctx.ensure_object(EchsOptions)
+
+
+def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        options_of(ctx).json = True
+
+
+def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--json`` accepted after any verb too (same effect as before it)."""
+    return click.option(
+        "--json", is_flag=True, expose_value=False, callback=_set_json, help="Print JSON only (one document or JSON Lines)."
+    )(func)
+
+
+def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
+    """One line on stderr, then exit."""
+    click.echo(f"echs: {message}", err=True)
+    raise SystemExit(code)
+
+
+def run(ctx: click.Context, action: Callable[[Client], Awaitable[int | None]]) -> NoReturn:
+    """Connect, run ``action(client)`` under trio, and exit with its code (None: 0)."""
+    import trio
+
+    from echsd.wire.client import WireError, connect
+
+    options = options_of(ctx)
+
+    async def session() -> int | None:
+        async with connect(
+            socket=options.socket, url=options.url, state_dir=options.state_dir, token_file=options.token_file
+        ) as client:
+            return await action(client)
+
+    try:
+        code = trio.run(session)
+    except BaseException as exc:  # trio may deliver ours inside exception groups
+        leaves = list(_leaves(exc))
+        if all(isinstance(leaf, WireError) for leaf in leaves):
+            fail(leaves[0].message)  # type: ignore[attr-defined]
+        if not all(isinstance(leaf, BrokenPipeError) for leaf in leaves):
+            raise
+        # The reader went away (`echs events -f | head`): not a failure of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_OK
+    raise SystemExit(code or EXIT_OK)
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
+def dumps(value: Any, *, pretty: bool = False) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2 if pretty else None, default=str)
+
+
+def echo_json(value: Any) -> None:
+    """One JSON document on stdout."""
+    click.echo(dumps(value, pretty=True))
+
+
+def echo_json_line(value: Any) -> None:
+    """One line of a JSON Lines stream (flushed, so pipes see it at once)."""
+    click.echo(dumps(value))

@@ -1,0 +1,124 @@
+"""``echs send ID TEXT [--queue|--steer] [--wait] [--id CLIENT_MSG_ID]``."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from echsd.cli.echs_runtime import echo_json, echo_json_line, json_option, options_of, run
+from echsd.cli.echs_wait import TurnWatch, observed_seq, wait_for_turn
+
+if TYPE_CHECKING:
+    from echsd.wire.client import Client
+
+
+class ReplyPrinter:
+    """Human output of ``--wait``: the reply text on stdout as it streams; tool activity
+    on stderr when that is a terminal; how the turn ended on stderr."""
+
+    def __init__(self, color: bool) -> None:
+        from echsd.cli.render import Style
+
+        self.style = Style(color and sys.stderr.isatty())
+        self.tools = sys.stderr.isatty()
+        self.terminal = sys.stdout.isatty()  # there, model text is made printable first
+        self.item_id: str | None = None
+        self.wrote = False
+        self.at_line_start = True
+
+    def show(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        data = event.get("data") or {}
+        if kind == "turn.delta":
+            self._text(str(data.get("delta", "")), data.get("item_id"))
+        elif kind == "item.completed" and self.item_id is None and (data.get("item") or {}).get("role") == "assistant":
+            from echsd.cli.render_history import content_text
+
+            self._text(content_text(data["item"]), None)  # a reply whose deltas the log no longer holds
+        elif kind == "tool.started" and self.tools:
+            from echsd.cli.render_history import arguments_summary
+
+            self.note(self.style.dim(f"⚙ {data.get('name')}({arguments_summary(data.get('arguments'), 60)})"), prefix=False)
+
+    def _text(self, text: str, item_id: Any) -> None:
+        if item_id != self.item_id and self.wrote:
+            self._newline()
+            click.echo("")
+        self.item_id = item_id or self.item_id or "replayed"
+        if text:
+            if self.terminal:
+                from echsd.cli.render import printable
+
+                text = printable(text)
+            click.echo(text, nl=False)
+            self.wrote = True
+            self.at_line_start = text.endswith("\n")
+
+    def _newline(self) -> None:
+        if not self.at_line_start:
+            click.echo("")
+            self.at_line_start = True
+
+    def note(self, message: str, *, prefix: bool = True) -> None:
+        self._newline()
+        click.echo(f"echs: {message}" if prefix else message, err=True)
+
+    def finish(self, watch: TurnWatch) -> None:
+        self._newline()
+        data = watch.final.get("data") or {}
+        if watch.outcome == "turn.interrupted":
+            self.note(f"turn interrupted ({data.get('reason', 'interrupt')})")
+        elif watch.outcome == "turn.error":
+            error = data.get("error") or {}
+            self.note(f"turn failed: {error.get('code', 'error')}: {error.get('message', '')}")
+        elif watch.outcome == "input.dropped":
+            self.note(f"input {watch.input_id} was dropped: {data.get('reason', '')}")
+        elif watch.outcome == "thread.killed":
+            self.note("the thread was killed")
+
+
+@click.command()
+@click.argument("thread_id")
+@click.argument("text")
+@click.option("--queue", "queue", is_flag=True, help="Queue: run as its own turn after the current one.")
+@click.option("--steer", "steer", is_flag=True, help="Steer: join the running turn at its next safe point.")
+@click.option("--wait", is_flag=True, help="Stream the reply until the turn that takes this input ends.")
+@click.option("--id", "client_msg_id", metavar="CLIENT_MSG_ID", help="Idempotency key: a repeat is never delivered twice.")
+@json_option
+@click.pass_context
+def send(ctx: click.Context, thread_id: str, text: str, queue: bool, steer: bool, wait: bool, client_msg_id: str | None) -> None:
+    """Send TEXT to a thread (TEXT '-' reads standard input).
+
+    Without --wait, prints the acknowledgement. With --wait, exits 0 when the turn
+    completes, 3 when it is interrupted (Ctrl-C interrupts it), 4 when it fails.
+    """
+    if queue and steer:
+        raise click.UsageError("give --queue or --steer, not both")
+    if text == "-":
+        text = sys.stdin.read()
+    mode = "queue" if queue else "steer" if steer else None
+    options = options_of(ctx)
+
+    async def action(client: Client) -> int:
+        # With --wait, note the seq before sending: everything our input causes comes after.
+        since = await observed_seq(client, thread_id) if wait and not client_msg_id else 0
+        ack = await client.send(thread_id, text, mode=mode, client_msg_id=client_msg_id)
+        if not wait:
+            if options.json:
+                echo_json(ack)
+            else:
+                from echsd.cli.render_thread import ack_line
+
+                click.echo(ack_line(ack))
+            return 0
+        watch = TurnWatch(ack["input_id"])
+        if options.json:
+            return await wait_for_turn(client, thread_id, since, watch, echo_json_line, lambda m: click.echo(f"echs: {m}", err=True))
+        printer = ReplyPrinter(options.color)
+        code = await wait_for_turn(client, thread_id, since, watch, printer.show, printer.note)
+        printer.finish(watch)
+        return code
+
+    run(ctx, action)

@@ -1,0 +1,128 @@
+"""Threads: ``new``, ``ls``, ``show``, ``config``."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from echsd.cli.echs_runtime import echo_json, json_option, options_of, run
+
+if TYPE_CHECKING:
+    from echsd.wire.client import Client
+
+REASONING = ("none", "minimal", "low", "medium", "high", "xhigh")
+CONFIG_KEYS = ("model", "reasoning", "instructions", "cwd", "tools")
+
+
+def _absolute_dir(path: str) -> str:
+    """The daemon resolves paths in its own cwd, so send ours resolved."""
+    return os.path.abspath(os.path.expanduser(path))
+
+
+@click.command()
+@click.option("--cwd", type=click.Path(exists=True, file_okay=False), help="Working directory for tools (default: here).")
+@click.option("--model", help="Model name (default: the daemon's).")
+@click.option("--reasoning", type=click.Choice(REASONING), help="Reasoning effort (default: medium).")
+@click.option("--instructions", help="System instructions ({{cwd}} is filled in).")
+@click.option("--tools", help="Tool names (a,b) or edits of the defaults (+name,-name).")
+@json_option
+@click.pass_context
+def new(ctx: click.Context, cwd: str | None, model: str | None, reasoning: str | None, instructions: str | None, tools: str | None) -> None:
+    """Create a thread and print its id."""
+    options = options_of(ctx)
+
+    async def action(client: Client) -> None:
+        thread = await client.create_thread(
+            cwd=_absolute_dir(cwd or os.getcwd()), model=model, reasoning=reasoning, instructions=instructions, tools=tools
+        )
+        if options.json:
+            echo_json({"thread_id": thread["thread_id"]})
+        else:
+            click.echo(thread["thread_id"])
+
+    run(ctx, action)
+
+
+@click.command()
+@json_option
+@click.pass_context
+def ls(ctx: click.Context) -> None:
+    """List threads."""
+    options = options_of(ctx)
+
+    async def action(client: Client) -> None:
+        threads = await client.list_threads()
+        if options.json:
+            echo_json(threads)
+            return
+        from echsd.cli.render import Style
+        from echsd.cli.render_thread import thread_table
+
+        click.echo("\n".join(thread_table(threads, Style(options.color))), color=options.color)
+
+    run(ctx, action)
+
+
+@click.command()
+@click.argument("thread_id")
+@json_option
+@click.pass_context
+def show(ctx: click.Context, thread_id: str) -> None:
+    """Show a thread: config, state, parent, children, usage, queue."""
+    options = options_of(ctx)
+
+    async def action(client: Client) -> None:
+        thread = await client.get_thread(thread_id)
+        if options.json:
+            echo_json(thread)
+            return
+        from echsd.cli.render import Style
+        from echsd.cli.render_thread import thread_lines
+
+        click.echo("\n".join(thread_lines(thread, Style(options.color))), color=options.color)
+
+    run(ctx, action)
+
+
+def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs into a config change set; bad input is a usage error (exit 2)."""
+    changes: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="KEY=VALUE")
+        if key not in CONFIG_KEYS:
+            raise click.BadParameter(f"unknown key {key!r}; use one of {', '.join(CONFIG_KEYS)}", param_hint="KEY=VALUE")
+        if key == "reasoning" and value not in REASONING:
+            raise click.BadParameter(f"reasoning must be one of {', '.join(REASONING)}", param_hint="KEY=VALUE")
+        changes[key] = _absolute_dir(value) if key == "cwd" and value else value
+    return changes
+
+
+@click.command()
+@click.argument("thread_id")
+@click.argument("settings", nargs=-1, required=True, metavar="KEY=VALUE...")
+@json_option
+@click.pass_context
+def config(ctx: click.Context, thread_id: str, settings: tuple[str, ...]) -> None:
+    """Hot-swap config: model, reasoning, instructions, cwd, tools (+name,-name).
+
+    A change made while a turn runs takes effect at its next model request.
+    """
+    options = options_of(ctx)
+    changes = parse_settings(settings)
+
+    async def action(client: Client) -> None:
+        thread = await client.configure(thread_id, changes)
+        if options.json:
+            echo_json(thread)
+            return
+        from echsd.cli.render import Style
+        from echsd.cli.render_thread import thread_lines
+
+        click.echo("\n".join(thread_lines(thread, Style(options.color))), color=options.color)
+
+    run(ctx, action)

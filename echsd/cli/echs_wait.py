@@ -1,0 +1,149 @@
+"""Following the turn that delivers one input (``echs send --wait``).
+
+Theory of operation. Before sending, we subscribe and note the thread's last seq S; every
+event caused by our input then has a seq above S, so following ``events(since=S)`` misses
+nothing however fast the turn runs. (With ``--id`` the input may be a repeat that was
+delivered long ago, so we follow from seq 0.) ``TurnWatch`` is the sans-IO core: it waits
+for ``input.delivered`` (or ``input.dropped``) carrying our ``input_id``, learns the turn
+id from it, and from then on accepts only that turn's events until its terminal event.
+A queued input thus skips the turns before it; a steered input joins the running turn,
+whose end is ours.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from echsd.cli.echs_runtime import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TURN_ERROR
+
+if TYPE_CHECKING:
+    from echsd.wire.client import Client
+
+TERMINAL = {"turn.completed": EXIT_OK, "turn.interrupted": EXIT_INTERRUPTED, "turn.error": EXIT_TURN_ERROR}
+INTERRUPT_GRACE_S = 10.0
+
+
+@dataclass
+class TurnWatch:
+    input_id: str
+    turn_id: str | None = None
+    outcome: str | None = None  # the terminal event type, or "input.dropped" / "thread.killed"
+    final: dict[str, Any] = field(default_factory=dict)  # the event that ended the wait
+
+    @property
+    def done(self) -> bool:
+        return self.outcome is not None
+
+    def accept(self, event: dict[str, Any]) -> bool:
+        """Whether ``event`` belongs to the wait (and should be shown); updates the outcome."""
+        kind = event.get("event")
+        data = event.get("data") or {}
+        if self.turn_id is None:
+            if data.get("input_id") != self.input_id:
+                return False
+            if kind == "input.delivered":
+                self.turn_id = data.get("turn_id")
+            elif kind == "input.dropped":
+                self._end(event)
+            return kind in ("input.queued", "input.delivered", "input.dropped")
+        if kind == "thread.killed":  # the turn's own end comes first; this is a backstop
+            self._end(event)
+            return True
+        if kind == "turn.error" and data.get("turn_id") is None:  # a worker crash ends the turn too
+            self._end(event)
+            return True
+        if data.get("turn_id") != self.turn_id:
+            return False
+        if kind in TERMINAL:
+            self._end(event)
+        return True
+
+    def _end(self, event: dict[str, Any]) -> None:
+        self.outcome = str(event.get("event"))
+        self.final = event
+
+    @property
+    def exit_code(self) -> int:
+        if self.outcome in TERMINAL:
+            return TERMINAL[self.outcome]
+        if self.outcome == "thread.killed":
+            return EXIT_INTERRUPTED
+        return EXIT_FAILED  # dropped input
+
+
+async def observed_seq(client: Client, thread_id: str) -> int:
+    """The thread's last committed seq, read by subscribing (live only) and unsubscribing.
+
+    The subscription is dropped before any event stream of ours subscribes: such a
+    stream must not see live events of another subscription overtake its own replay.
+    """
+    subscribed = await client.subscribe(thread_id)
+    await client.unsubscribe(thread_id)
+    return int(subscribed.get("last_seq") or 0)
+
+
+def _no_reconnect(client: Client) -> None:
+    """``--wait`` reports a daemon that goes away (exit 1) instead of waiting for it.
+
+    Workaround: ``Client.events`` always reconnects (for up to 30 s) and has no option to
+    fail fast, so the reconnect of this one client is replaced by an immediate failure,
+    which the event stream passes on to us as a ``WireError``.
+    """
+    from echsd.wire.client import WireError
+
+    async def refuse(timeout: float = 0.0) -> None:
+        raise WireError("connection_lost", "the daemon went away before the turn ended")
+
+    client.reconnect = refuse  # type: ignore[method-assign]
+
+
+async def wait_for_turn(
+    client: Client,
+    thread_id: str,
+    since: int,
+    watch: TurnWatch,
+    show: Callable[[dict[str, Any]], None],
+    note: Callable[[str], None],
+) -> int:
+    """Follow the events after ``since`` until ``watch`` is done; returns the exit code.
+
+    Ctrl-C interrupts our turn (once it has started) and keeps waiting for its end; a
+    second Ctrl-C, or one before the input was delivered, stops waiting (exit 3).
+    """
+    import trio
+
+    _no_reconnect(client)
+    stopped = False
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def on_ctrl_c() -> None:
+                nonlocal stopped
+                async for _ in signals:
+                    if watch.turn_id is None or stopped:
+                        note(
+                            f"stopped waiting; input {watch.input_id} stays queued"
+                            if watch.turn_id is None
+                            else "stopped waiting"
+                        )
+                        stopped = True
+                        nursery.cancel_scope.cancel()
+                        return
+                    stopped = True
+                    note(f"interrupting turn {watch.turn_id} (Ctrl-C again to stop waiting)")
+                    await client.interrupt(thread_id)
+                    nursery.cancel_scope.deadline = trio.current_time() + INTERRUPT_GRACE_S
+
+            nursery.start_soon(on_ctrl_c)
+            async with client.events(thread_id, since=since) as stream:
+                async for event in stream:
+                    if watch.accept(event):
+                        show(event)
+                    if watch.done:
+                        break
+            nursery.cancel_scope.cancel()
+    if not watch.done:
+        return EXIT_INTERRUPTED if stopped else EXIT_FAILED
+    return watch.exit_code

@@ -1,0 +1,135 @@
+"""Small text-rendering helpers shared by the ``echs`` verbs: colour, tables, times, paths,
+truncation. Pure functions over strings; nothing here writes to a stream."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import click
+
+STATE_COLORS = {"running": "green", "idle": "cyan", "paused": "yellow", "killed": "red"}
+# Escape sequences (CSI, OSC, two-byte) and the other control characters but tab and newline.
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def printable(text: str) -> str:
+    """Model and tool text made safe for a terminal: escape sequences and control
+    characters (which could move the cursor, retitle or reprogram the terminal) are
+    dropped; carriage returns (progress bars) become newlines."""
+    return _ESCAPES.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+@dataclass(frozen=True)
+class Style:
+    """Applies colour only when ``color`` is on (a terminal, no NO_COLOR, no --json)."""
+
+    color: bool
+
+    def __call__(self, text: str, **styles: Any) -> str:
+        return click.style(text, **styles) if self.color and text else text
+
+    def dim(self, text: str) -> str:
+        return self(text, dim=True)
+
+    def bold(self, text: str) -> str:
+        return self(text, bold=True)
+
+    def state(self, state: str) -> str:
+        return self(state, fg=STATE_COLORS.get(state))
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], style: Style, colors: Sequence[str | None] = ()) -> list[str]:
+    """Left-aligned columns; widths come from the plain text, colour is added after padding."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    lines = [style.bold("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())]
+    for row in rows:
+        cells = []
+        for i, (cell, width) in enumerate(zip(row, widths, strict=True)):
+            padded = cell.ljust(width) if i < len(row) - 1 else cell
+            fg = colors[i] if i < len(colors) else None
+            cells.append(style(padded, fg=STATE_COLORS.get(cell)) if fg == "state" else padded)
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def ago(timestamp: float | None, now: float | None = None) -> str:
+    """``42s ago``, ``5m ago``, ``3h ago``, ``2d ago``."""
+    if not timestamp:
+        return "-"
+    seconds = max(0.0, (now if now is not None else time.time()) - timestamp)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return f"{int(seconds)}s ago"
+
+
+def duration(seconds: float) -> str:
+    """``850ms``, ``12.3s``, ``4m 05s``, ``2h 13m``, ``3d 4h``."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h {minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h"
+
+
+def clock(timestamp: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(timestamp))
+
+
+def when(timestamp: float | None) -> str:
+    if not timestamp:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp)) + f" ({ago(timestamp)})"
+
+
+def short_path(path: str) -> str:
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home) :]
+    return path
+
+
+def one_line(text: str, limit: int = 80) -> str:
+    """The text on one line, cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(printable(str(text)).split())
+    return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
+
+
+def clip_lines(text: str, max_lines: int = 12, max_chars: int = 2000) -> list[str]:
+    """Head of ``text`` as lines, with a marker saying how much was cut."""
+    lines = printable(str(text)).splitlines()
+    shown: list[str] = []
+    used = 0
+    cut = False
+    for line in lines[:max_lines]:
+        if used + len(line) > max_chars:
+            shown.append(line[: max(0, max_chars - used)] + "…")
+            cut = True
+            break
+        shown.append(line)
+        used += len(line)
+    hidden = len(lines) - len(shown)
+    if hidden > 0 or cut:
+        shown.append(f"… ({hidden} more line{'s' if hidden != 1 else ''}, {len(text)} chars in all)")
+    return shown
+
+
+def tokens(count: int | None) -> str:
+    """``950``, ``12.3k``, ``4.1M``."""
+    value = int(count or 0)
+    if value < 1000:
+        return str(value)
+    if value < 1_000_000:
+        return f"{value / 1000:.1f}k"
+    return f"{value / 1_000_000:.1f}M"

@@ -1,0 +1,89 @@
+"""Human-readable forms of the daemon status, thread objects and acknowledgements."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from echsd.cli.render import Style, ago, duration, one_line, short_path, table, tokens, when
+
+MOCK_NOTE = "the built-in scripted mock model: no model credentials were found"
+
+
+def status_lines(status: dict[str, Any], style: Style) -> list[str]:
+    threads = status.get("threads") or {}
+    provider = str(status.get("provider", "?"))
+    shown_provider = style(provider, fg="yellow") + style.dim(f" ({MOCK_NOTE})") if provider == "mock" else provider
+    counts = ", ".join(f"{threads.get(k, 0)} {k}" for k in ("running", "idle", "paused", "killed") if k in threads)
+    lines = [
+        f"{style.bold('echsd')} {status.get('version', '?')}, up {duration(float(status.get('uptime_s') or 0))}",
+        f"provider   {shown_provider}",
+        f"model      {status.get('model') or '-'}",
+        f"threads    {threads.get('total', 0)}" + (f" ({counts})" if counts else ""),
+    ]
+    if status.get("base_url"):
+        lines.append(f"endpoint   {status['base_url']}")
+    if status.get("state_dir"):
+        lines.append(f"state dir  {short_path(str(status['state_dir']))}")
+    return lines
+
+
+def thread_table(threads: list[dict[str, Any]], style: Style) -> list[str]:
+    if not threads:
+        return ["no threads yet (create one with `echs new`)"]
+    with_parent = any(t.get("parent") for t in threads)
+    headers = ["THREAD", "STATE", "MODEL", "TURNS", "QUEUED", "CREATED", *(["PARENT"] if with_parent else []), "CWD"]
+    rows = []
+    for thread in threads:
+        config = thread.get("config") or {}
+        usage = thread.get("usage") or {}
+        row = [
+            str(thread.get("thread_id")),
+            str(thread.get("state")),
+            str(config.get("model", "-")),
+            str(usage.get("turns", 0)),
+            str(thread.get("queued", 0)),
+            ago(thread.get("created_at")),
+            *([thread.get("parent") or "-"] if with_parent else []),
+            short_path(str(config.get("cwd", "-"))),
+        ]
+        rows.append(row)
+    return table(headers, rows, style, colors=[None, "state"])
+
+
+def usage_line(usage: dict[str, Any]) -> str:
+    return (
+        f"{usage.get('turns', 0)} turn{'' if usage.get('turns') == 1 else 's'}; input {tokens(usage.get('input_tokens'))}"
+        f" (cached {tokens(usage.get('cached_tokens'))}), output {tokens(usage.get('output_tokens'))}"
+        f" (reasoning {tokens(usage.get('reasoning_tokens'))})"
+    )
+
+
+def thread_lines(thread: dict[str, Any], style: Style) -> list[str]:
+    config = thread.get("config") or {}
+    instructions = str(config.get("instructions", ""))
+    children = thread.get("children") or []
+    lines = [
+        f"{style.bold(str(thread.get('thread_id')))}  {style.state(str(thread.get('state')))}",
+        f"  created       {when(thread.get('created_at'))}",
+        f"  parent        {thread.get('parent') or '-'}",
+        f"  children      {', '.join(children) if children else '-'}",
+        f"  cwd           {short_path(str(config.get('cwd', '-')))}",
+        f"  model         {config.get('model', '-')}  (reasoning {config.get('reasoning', '-')})",
+        f"  tools         {', '.join(config.get('tools') or []) or '-'}",
+        f"  instructions  {one_line(instructions, 60)}" + style.dim(f"  ({len(instructions)} chars)"),
+        f"  queued        {thread.get('queued', 0)}",
+        f"  usage         {usage_line(thread.get('usage') or {})}",
+    ]
+    if thread.get("active_turn"):
+        lines.append(f"  active turn   {thread['active_turn']}")
+    if thread.get("last_seq") is not None:
+        lines.append(f"  last event    #{thread['last_seq']}")
+    if thread.get("failed"):
+        lines.append(style(f"  failed        {thread['failed']}", fg="red"))
+    return lines
+
+
+def ack_line(ack: dict[str, Any]) -> str:
+    verbs = {"started": "started a turn", "queued": "queued", "steered": "steered into the running turn"}
+    what = verbs.get(str(ack.get("disposition")), str(ack.get("disposition")))
+    return f"{ack.get('input_id')}: {what} on {ack.get('thread_id')}"

@@ -1,0 +1,1 @@
+"""Running echsd under systemd: the sd_notify protocol and the user unit file."""

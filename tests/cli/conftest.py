@@ -1,0 +1,36 @@
+"""CLI fixtures: one real ``echsd serve --provider mock`` subprocess per test module
+(every test makes its own threads, so sharing the daemon is safe), listening on its unix
+socket and on a loopback TCP port; and a gate path for tool commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from tests.cli.helpers import Serve, free_port
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    root = tmp_path_factory.mktemp("cli")
+    state = root / "state"
+    daemon = Serve(state, "--listen", f"unix://{state / 'echsd.sock'}", "--listen", f"tcp://127.0.0.1:{free_port()}")
+    yield daemon
+    try:
+        daemon.terminate()
+    finally:
+        daemon.kill()
+
+
+@pytest.fixture
+def state(serve: Serve) -> Path:
+    """The shared daemon's state dir (``--state-dir`` for echs)."""
+    return serve.state_dir
+
+
+@pytest.fixture
+def gate(tmp_path: Any) -> Path:
+    """A path whose creation lets a gated tool command finish."""
+    return Path(tmp_path) / "gate"

@@ -1,0 +1,191 @@
+"""CLI test helpers: a real ``echsd serve`` subprocess, real ``echs`` subprocesses, a real
+terminal (tmux), and event waits through the client library."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable
+
+import trio
+
+WAIT_S = 15.0
+BIN = Path(sys.executable).parent
+ECHS = str(BIN / "echs")
+ECHSD = str(BIN / "echsd")
+
+
+def clean_env(home: Path, **extra: str) -> dict[str, str]:
+    """An environment with no model credentials and no ECHS_* leaking in from outside."""
+    # Without PYTHONDONTWRITEBYTECODE, as installed: each echs run need not recompile our modules.
+    unwanted = ("ECHS_", "OPENAI_", "NOTIFY_SOCKET", "WATCHDOG_", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(unwanted)}
+    env.update(HOME=str(home), CODEX_HOME=str(home / "no-codex"), NO_COLOR="1")
+    env.update(extra)
+    return env
+
+
+class Serve:
+    """``echsd serve --provider mock`` on a state dir, as a subprocess; stderr is drained."""
+
+    def __init__(self, state_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        self.state_dir = state_dir
+        self.extra = extra
+        self.env = env or clean_env(state_dir.parent)
+        self.lines: list[str] = []
+        self.process: subprocess.Popen[str] | None = None
+        self.start()
+
+    def start(self) -> None:
+        ready = threading.Event()
+        command = [ECHSD, "serve", "--provider", "mock", "--state-dir", str(self.state_dir), *self.extra]
+        self.process = process = subprocess.Popen(
+            command, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+
+        def drain() -> None:
+            assert process.stderr is not None
+            for line in process.stderr:
+                self.lines.append(line)
+                if "echsd ready" in line:
+                    ready.set()
+
+        threading.Thread(target=drain, daemon=True).start()
+        if not ready.wait(WAIT_S):
+            self.kill()
+            raise AssertionError("echsd serve did not start:\n" + "".join(self.lines))
+
+    def terminate(self, timeout: float = WAIT_S) -> int:
+        """SIGTERM (graceful stop) and wait."""
+        assert self.process is not None
+        self.process.terminate()
+        return self.process.wait(timeout)
+
+    def kill(self) -> None:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(WAIT_S)
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now (for ``--listen tcp://...``)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def echs(
+    state_dir: Path | None, *args: str, env: dict[str, str] | None = None, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``echs`` to completion (``state_dir`` None: no --state-dir flag)."""
+    flags = ["--state-dir", str(state_dir)] if state_dir is not None else []
+    environment = env or clean_env(Path(state_dir or "/nonexistent").parent)
+    return subprocess.run([ECHS, *flags, *args], env=environment, input=input, capture_output=True, text=True, timeout=WAIT_S * 2)
+
+
+async def echs_async(state_dir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """``echs`` as a child of the trio test, so the test can act while it runs."""
+    environment = env or clean_env(state_dir.parent)
+    with trio.fail_after(WAIT_S * 2):
+        return await trio.run_process(
+            [ECHS, "--state-dir", str(state_dir), *args], env=environment, capture_stdout=True, capture_stderr=True, check=False
+        )
+
+
+def json_lines(text: str | bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (text.decode() if isinstance(text, bytes) else text).splitlines() if line.strip()]
+
+
+def new_thread(state_dir: Path, *args: str) -> str:
+    result = echs(state_dir, "new", "--json", *args)
+    assert result.returncode == 0, result.stderr
+    return str(json.loads(result.stdout)["thread_id"])
+
+
+@asynccontextmanager
+async def client_for(state_dir: Path) -> AsyncIterator[Any]:
+    from echsd.wire.client import connect
+
+    async with connect(state_dir=state_dir) as client:
+        yield client
+
+
+async def wait_event(
+    client: Any, thread_id: str, predicate: Callable[[dict[str, Any]], bool], since: int = 0, timeout: float = WAIT_S
+) -> dict[str, Any]:
+    """The first event after ``since`` that matches (replayed or live)."""
+    with trio.fail_after(timeout):
+        async with client.events(thread_id, since=since) as stream:
+            async for event in stream:
+                if predicate(event):
+                    return event  # type: ignore[no-any-return]
+    raise AssertionError("event stream ended")
+
+
+def of_type(kind: str, **data: Any) -> Callable[[dict[str, Any]], bool]:
+    return lambda e: e["event"] == kind and all((e.get("data") or {}).get(k) == v for k, v in data.items())
+
+
+def gate_command(gate: Path) -> str:
+    """A shell command that runs until the test creates ``gate`` (a turn kept running on demand).
+
+    Bounded (60 s): where a test kills its daemon with SIGKILL, a leftover never lingers.
+    """
+    path = shlex.quote(str(gate))
+    return f"for i in $(seq 3000); do [ -e {path} ] && break; sleep 0.02; done; [ -e {path} ] && echo gate-open"
+
+
+class Tmux:
+    """A real terminal: a tmux session running one command, read with ``capture-pane``."""
+
+    def __init__(self, socket_dir: Path, command: list[str], env: dict[str, str], width: int = 120, height: int = 40) -> None:
+        self.tmux = shutil.which("tmux") or "/usr/bin/tmux"
+        self.socket = str(socket_dir / "tmux.sock")
+        script = " ".join(shlex.quote(part) for part in command) + "; echo EXITED $?; sleep 600"
+        # A fresh server per session: it (and the command) get exactly ``env``.
+        self._run("new-session", "-d", "-x", str(width), "-y", str(height), script, env=env)
+
+    def _run(self, *args: str, env: dict[str, str] | None = None) -> str:
+        result = subprocess.run(
+            [self.tmux, "-S", self.socket, "-f", "/dev/null", *args], env=env, capture_output=True, text=True, timeout=WAIT_S
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    def keys(self, *keys: str) -> None:
+        self._run("send-keys", "-t", "0", *keys)
+
+    def type(self, text: str) -> None:
+        self._run("send-keys", "-t", "0", "-l", text)
+
+    def screen(self, escapes: bool = False) -> str:
+        return self._run("capture-pane", "-p", *(["-e"] if escapes else []), "-t", "0", "-S", "-200")
+
+    def wait_for(self, predicate: Callable[[str], bool] | str, timeout: float = WAIT_S) -> str:
+        """Poll the screen until ``predicate`` (or the text) holds; fail with the screen."""
+        check = (lambda s: predicate in s) if isinstance(predicate, str) else predicate
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if check(screen):
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for the terminal; screen:\n{screen}")
+            time.sleep(0.05)  # polling interval of the screen, bounded by the deadline
+
+    async def await_for(self, predicate: Callable[[str], bool] | str, timeout: float = WAIT_S) -> str:
+        return await trio.to_thread.run_sync(self.wait_for, predicate, timeout)
+
+    def close(self) -> None:
+        subprocess.run([self.tmux, "-S", self.socket, "kill-server"], capture_output=True, timeout=WAIT_S)

@@ -1,0 +1,120 @@
+"""``echs attach`` in a real terminal (tmux): the live view, a queued message, a steer, Ctrl-C,
+Ctrl-D, and a reattach that shows recent history and goes on live. The screen is polled
+with a deadline; what happened on the thread is checked through the client library."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.cli.helpers import ECHS, Tmux, clean_env, client_for, gate_command, new_thread, of_type, wait_event
+from tests.helpers import mock_directive
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+def gated_turn(gate: Path) -> str:
+    return mock_directive(
+        [{"text": "on it", "calls": [{"name": "exec_command", "arguments": {"cmd": gate_command(gate)}}]}, {"text": "all done"}]
+    )
+
+
+def prompt_is_up(screen: str, state: str) -> bool:
+    """The input line (with nothing typed) is the last line on the screen."""
+    lines = [line for line in screen.splitlines() if line.strip()]
+    return bool(lines) and lines[-1].rstrip() == f"{state} ›"
+
+
+@pytest.fixture
+def terminals(tmp_path: Path) -> Iterator[list[Tmux]]:
+    opened: list[Tmux] = []
+    yield opened
+    for terminal in opened:
+        terminal.close()
+
+
+def attach(terminals: list[Tmux], state: Path, tmp_path: Path, tid: str, *extra: str) -> Tmux:
+    directory = tmp_path / f"tmux{len(terminals)}"
+    directory.mkdir()
+    terminal = Tmux(directory, [ECHS, "--state-dir", str(state), "attach", tid, *extra], clean_env(state.parent, TERM="xterm-256color"))
+    terminals.append(terminal)
+    terminal.wait_for("idle ›")
+    return terminal
+
+
+async def test_attach_queue_steer_interrupt_detach_reattach(state: Path, tmp_path: Path, terminals: list[Tmux]) -> None:
+    tid = new_thread(state)
+    screen = attach(terminals, state, tmp_path, tid)
+    assert f"attached to {tid}" in screen.screen()
+
+    screen.type("hello attach")
+    screen.keys("Enter")
+    await screen.await_for("✓ turn completed")
+    assert "assistant › mock reply to: hello attach" in screen.screen()
+
+    gate = tmp_path / "gate-steer"
+    screen.type(gated_turn(gate))
+    screen.keys("Enter")
+    await screen.await_for("⚙ exec_command")
+    screen.type("!steer this way")
+    screen.keys("Enter")
+    await screen.await_for("into the running turn")  # the steer is acknowledged: it joins this turn
+    gate.touch()
+    await screen.await_for(lambda s: s.count("✓ turn completed") == 2)
+    text = screen.screen()
+    assert "│ gate-open" in text and "✓ exec_command" in text and "you (steer) › steer this way" in text
+
+    screen.type(gated_turn(tmp_path / "gate-never"))
+    screen.keys("Enter")
+    await screen.await_for(lambda s: s.count("⚙ exec_command") == 2)
+    screen.keys("C-c")
+    await screen.await_for(lambda s: "⏹ turn interrupted (interrupt)" in s and prompt_is_up(s, "idle"))
+    screen.keys("C-d")  # to the prompt: a Ctrl-D typed between two prompts would be lost
+    await screen.await_for("EXITED 0")
+    assert f"detached from {tid}" in screen.screen()
+
+    async with client_for(state) as client:
+        events = await client.thread_events(tid)
+        thread = await client.get_thread(tid)
+    assert thread["state"] == "idle"  # detaching changed nothing
+    delivered = [e["data"] for e in events if e["event"] == "input.delivered"]
+    assert [d["mode"] for d in delivered] == ["queue", "queue", "steer", "queue"]
+    assert delivered[1]["turn_id"] == delivered[2]["turn_id"]  # the steer joined the running turn
+    ended = [e for e in events if e["event"] in ("turn.completed", "turn.interrupted")]
+    assert [e["event"] for e in ended] == ["turn.completed", "turn.completed", "turn.interrupted"]
+    assert ended[-1]["data"]["reason"] == "interrupt" and ended[-1]["data"]["turn_id"] == delivered[3]["turn_id"]
+
+    again = attach(terminals, state, tmp_path, tid, "--last", "30")
+    recent = await again.await_for("⏹ turn interrupted (interrupt)")
+    assert "⏹ turn interrupted (interrupt)" in recent and "hello attach" not in recent  # recent events only
+    async with client_for(state) as client:
+        last = (await client.get_thread(tid))["last_seq"]
+        await client.send(tid, mock_directive({"text": "live again"}))
+        await wait_event(client, tid, of_type("turn.completed"), since=last)
+    await again.await_for("assistant › live again")  # live after the replay
+    again.keys("C-d")
+    await again.await_for("EXITED 0")
+
+
+def test_attach_needs_a_terminal(state: Path) -> None:
+    from tests.cli.helpers import echs
+
+    tid = new_thread(state)
+    result = echs(state, "attach", tid)
+    assert result.returncode == 2 and "terminal" in result.stderr
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(state: Path, tmp_path: Path, terminals: list[Tmux]) -> None:
+    new_thread(state)
+    for name, extra in (("colour", {}), ("plain", {"NO_COLOR": "1"})):
+        env = {k: v for k, v in clean_env(state.parent, TERM="xterm-256color").items() if k != "NO_COLOR"} | extra
+        directory = tmp_path / name
+        directory.mkdir()
+        terminal = Tmux(directory, [ECHS, "--state-dir", str(state), "ls"], env)
+        terminals.append(terminal)
+        terminal.wait_for("EXITED 0")
+        coloured = "\x1b[" in terminal.screen(escapes=True).split("EXITED")[0]
+        assert coloured is (name == "colour"), name

@@ -1,0 +1,139 @@
+"""``echs send --wait`` follows the right turn and maps how it ends onto exit codes:
+a queued input waits for the turns before it, a steered one ends with the turn it
+joined, an interrupt from another client is 3, Ctrl-C interrupts (3), a daemon that dies
+is 1. Turns are held open by a gated tool command, so no test depends on timing."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import trio
+
+from tests.cli.helpers import Serve, client_for, echs_async, gate_command, json_lines, new_thread, of_type, wait_event
+from tests.helpers import mock_directive
+
+
+def gated_turn(gate: Path, text: str = "after the gate") -> str:
+    """A message whose turn runs a tool until ``gate`` exists, then says ``text``."""
+    return mock_directive(
+        [{"calls": [{"name": "exec_command", "arguments": {"cmd": gate_command(gate), "timeout_ms": 60000}}]}, {"text": text}]
+    )
+
+
+class Background:
+    """An ``echs`` run in the background of a trio test."""
+
+    def __init__(self, nursery: trio.Nursery, state: Path, *args: str) -> None:
+        self.finished = trio.Event()
+        self.result: subprocess.CompletedProcess[bytes] | None = None
+        nursery.start_soon(self._run, state, args)
+
+    async def _run(self, state: Path, args: tuple[str, ...]) -> None:
+        self.result = await echs_async(state, *args)
+        self.finished.set()
+
+    async def wait(self) -> subprocess.CompletedProcess[bytes]:
+        with trio.fail_after(15):
+            await self.finished.wait()
+        assert self.result is not None
+        return self.result
+
+
+async def test_queued_input_waits_for_the_turns_before_it(state: Path, gate: Path) -> None:
+    tid = new_thread(state)
+    async with client_for(state) as client, trio.open_nursery() as nursery:
+        await client.send(tid, gated_turn(gate, "first turn"))
+        await wait_event(client, tid, of_type("tool.started"))
+        done = Background(nursery, state, "send", tid, mock_directive({"text": "the queued reply"}), "--queue", "--wait", "--json")
+        await wait_event(client, tid, of_type("input.queued"))
+        gate.touch()
+        result = await done.wait()
+    assert result.returncode == 0, result.stderr
+    events = json_lines(result.stdout)
+    assert events[0]["event"] == "input.queued" and events[-1]["event"] == "turn.completed"
+    text = "".join(e["data"]["delta"] for e in events if e["event"] == "turn.delta")
+    assert text == "the queued reply"  # not the first turn's text
+
+
+async def test_steered_input_ends_with_the_turn_it_joined(state: Path, gate: Path) -> None:
+    """The steer is acknowledged (by a first send with the same --id) before the gate
+    opens, so it surely joins the running turn; the repeat from echs is acknowledged with
+    the same input and ``--wait`` follows it (from seq 0, as it may be an old input)."""
+    tid = new_thread(state)
+    async with client_for(state) as client, trio.open_nursery() as nursery:
+        await client.send(tid, gated_turn(gate))
+        started = await wait_event(client, tid, of_type("tool.started"))
+        ack = await client.send(tid, "steer this way", mode="steer", client_msg_id="steer-1")
+        assert ack["disposition"] == "steered"
+        done = Background(nursery, state, "send", tid, "steer this way", "--steer", "--id", "steer-1", "--wait", "--json")
+        gate.touch()
+        result = await done.wait()
+    assert result.returncode == 0, result.stderr
+    events = json_lines(result.stdout)
+    delivered = events[0]
+    assert delivered["event"] == "input.delivered" and delivered["data"] == {
+        **delivered["data"],
+        "input_id": ack["input_id"],
+        "mode": "steer",
+    }
+    turn_id = started["data"]["turn_id"]
+    assert delivered["data"]["turn_id"] == turn_id  # joined the running turn
+    assert events[-1]["event"] == "turn.completed" and events[-1]["data"]["turn_id"] == turn_id
+    assert all(e["data"].get("turn_id") == turn_id for e in events)
+
+
+async def test_interrupt_from_another_client_exits_3(state: Path, gate: Path) -> None:
+    tid = new_thread(state)
+    async with client_for(state) as client, trio.open_nursery() as nursery:
+        done = Background(nursery, state, "send", tid, gated_turn(gate), "--wait")
+        await wait_event(client, tid, of_type("tool.started"))
+        interrupted = await echs_async(state, "interrupt", tid, "--json")
+        assert interrupted.returncode == 0
+        result = await done.wait()
+    assert result.returncode == 3, result.stderr
+    assert b"interrupted" in result.stderr
+
+
+async def test_ctrl_c_interrupts_the_turn_and_exits_3(state: Path, gate: Path) -> None:
+    from tests.cli.helpers import ECHS, WAIT_S, clean_env
+
+    tid = new_thread(state)
+    async with client_for(state) as client:
+        command = [ECHS, "--state-dir", str(state), "send", tid, gated_turn(gate), "--wait", "--json"]
+        process = await trio.lowlevel.open_process(command, env=clean_env(state.parent), stderr=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            assert process.stdout is not None and process.stderr is not None
+            with trio.fail_after(WAIT_S):
+                first = await process.stdout.receive_some(65536)  # it is following the turn now
+            assert b"input.delivered" in first
+            await wait_event(client, tid, of_type("tool.started"))
+            process.send_signal(signal.SIGINT)
+            interrupted = await wait_event(client, tid, of_type("turn.interrupted"))
+            assert interrupted["data"]["reason"] == "interrupt"
+            with trio.fail_after(WAIT_S):
+                assert await process.wait() == 3
+            rest = b""
+            while chunk := await process.stdout.receive_some(65536):
+                rest += chunk
+            assert json_lines(first + rest)[-1]["event"] == "turn.interrupted"
+            assert b"interrupting turn" in await process.stderr.receive_some(65536)
+        finally:
+            process.kill()
+
+
+async def test_daemon_that_dies_during_wait_exits_1(tmp_path: Path, gate: Path) -> None:
+    own = Serve(tmp_path / "state")
+    try:
+        tid = new_thread(own.state_dir)
+        async with client_for(own.state_dir) as client, trio.open_nursery() as nursery:
+            done = Background(nursery, own.state_dir, "send", tid, gated_turn(gate), "--wait")
+            await wait_event(client, tid, of_type("tool.started"))
+            own.kill()  # SIGKILL: no goodbye
+            result = await done.wait()
+        assert result.returncode == 1
+        assert result.stderr.startswith(b"echs: ")
+    finally:
+        own.kill()
+        gate.touch()  # the tool command the killed daemon left behind ends too
