@@ -74,29 +74,9 @@ class TurnWatch:
 
 
 async def observed_seq(client: Client, thread_id: str) -> int:
-    """The thread's last committed seq, read by subscribing (live only) and unsubscribing.
-
-    The subscription is dropped before any event stream of ours subscribes: such a
-    stream must not see live events of another subscription overtake its own replay.
-    """
-    subscribed = await client.subscribe(thread_id)
-    await client.unsubscribe(thread_id)
-    return int(subscribed.get("last_seq") or 0)
-
-
-def _no_reconnect(client: Client) -> None:
-    """``--wait`` reports a daemon that goes away (exit 1) instead of waiting for it.
-
-    Workaround: ``Client.events`` always reconnects (for up to 30 s) and has no option to
-    fail fast, so the reconnect of this one client is replaced by an immediate failure,
-    which the event stream passes on to us as a ``WireError``.
-    """
-    from echsd.wire.client import WireError
-
-    async def refuse(timeout: float = 0.0) -> None:
-        raise WireError("connection_lost", "the daemon went away before the turn ended")
-
-    client.reconnect = refuse  # type: ignore[method-assign]
+    """The thread's last committed seq (what a turn started after now comes after)."""
+    thread = await client.get_thread(thread_id)
+    return int(thread.get("last_seq") or 0)
 
 
 async def wait_for_turn(
@@ -114,7 +94,6 @@ async def wait_for_turn(
     """
     import trio
 
-    _no_reconnect(client)
     stopped = False
     with trio.open_signal_receiver(signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
@@ -137,7 +116,7 @@ async def wait_for_turn(
                     nursery.cancel_scope.deadline = trio.current_time() + INTERRUPT_GRACE_S
 
             nursery.start_soon(on_ctrl_c)
-            async with client.events(thread_id, since=since) as stream:
+            async with client.events(thread_id, since=since, reconnect=False) as stream:
                 async for event in stream:
                     if watch.accept(event):
                         show(event)

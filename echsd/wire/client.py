@@ -276,17 +276,18 @@ class Client:
     async def unsubscribe(self, thread_id: str) -> dict[str, Any]:
         return await self._call("unsubscribe", thread_id=thread_id)  # type: ignore[no-any-return]
 
-    def events(self, thread_id: str, since: int = 0, *, max_queued: int = MAX_QUEUED) -> EventStream:
+    def events(self, thread_id: str, since: int = 0, *, max_queued: int = MAX_QUEUED, reconnect: bool = True) -> EventStream:
         """Every event of ``thread_id`` (or ``"*"``) with ``seq > since``, then live ones.
 
         Use as ``async for event in client.events(tid)`` or ``async with`` it to
         unsubscribe on exit. One stream per thread id (or ``*``) per client. At most
         ``max_queued`` events wait for the consumer; beyond that they are re-read from
-        the daemon's log when the consumer gets there.
+        the daemon's log when the consumer gets there. With ``reconnect=False`` a lost
+        connection ends the stream with ``WireError("connection_lost")``.
         """
         if thread_id in self._streams:
             raise ValueError(f"this client already has an event stream for {thread_id!r}")
-        stream = EventStream(self, thread_id, since, max_queued)
+        stream = EventStream(self, thread_id, since, max_queued, reconnect)
         self._streams[thread_id] = stream
         return stream
 

@@ -7,7 +7,13 @@ last seq it yielded) and skips anything at or below it, so nothing is yielded tw
 backpressure gap (the daemon's or ours) is filled by paging ``thread.events`` from the
 cursor, so nothing is missed either; a retention gap (the log no longer has the events)
 is yielded as is. After a connection loss the stream reconnects the client and subscribes
-again from its cursor (``*``: live again, then every thread is re-read from its cursor).
+again from its cursor (``*``: live again, then every thread is re-read from its cursor), or,
+with ``reconnect=False``, ends with ``WireError("connection_lost")``.
+
+A one-thread stream subscribes *live only* and reads everything up to the ``last_seq`` the
+daemon answers from the log. Whatever reached the queue before (live events of an earlier
+subscription on the same client, in flight while ours was made) has a seq at or below that
+``last_seq``, so it can never overtake the log and push the cursor past unread events.
 """
 
 from __future__ import annotations
@@ -40,8 +46,9 @@ def _span(event: dict[str, Any]) -> tuple[int, int]:
 
 
 class EventStream:
-    def __init__(self, client: Client, key: str, since: int, max_queued: int = MAX_QUEUED) -> None:
+    def __init__(self, client: Client, key: str, since: int, max_queued: int = MAX_QUEUED, reconnect: bool = True) -> None:
         self.key = key
+        self._reconnect = reconnect
         self.since = since
         self.cursor: dict[str, int] = {}  # per thread: the last seq yielded
         self._client = client
@@ -121,11 +128,16 @@ class EventStream:
 
     async def _subscribe(self) -> None:
         client = self._client
+        if self._generation is not None and not self._reconnect:
+            raise WireError("connection_lost", "the connection to the daemon was lost")
         if not client.connected:
             await client.reconnect()
         generation = client.generation
         if self.key != ALL:
-            await client.subscribe(self.key, since=self.position(self.key))
+            answer = await client.subscribe(self.key)  # live only: the log supplies the rest
+            last = answer.get("last_seq")
+            if last is not None and last > self.position(self.key):
+                self._refill.appendleft((self.key, int(last)))
         elif self._generation is None:
             await client.subscribe(ALL, since=self.since)
         else:
