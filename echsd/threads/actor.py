@@ -63,7 +63,7 @@ class ThreadActor:
         self.next_position = 1
         self.recent_acks: dict[str, dict[str, Any]] = {}  # client_msg_id -> ack, this session
         self.turn: Turn | None = None
-        self.parked: list[tuple[Turn, Reply, str]] = []  # replies waiting for a turn's end
+        self.parked: list[tuple[Turn, Reply, str, dict[str, Any]]] = []  # replies waiting for a turn's end
         self.stopping = False
         self._nursery: trio.Nursery | None = None
         self._receive_scope: trio.CancelScope | None = None
@@ -95,7 +95,7 @@ class ThreadActor:
         except BaseException as exc:
             if current is not None:
                 error_reply(current.reply, exc)
-            for _turn, reply, _kind in self.parked:
+            for _turn, reply, _kind, _extra in self.parked:
                 error_reply(reply, exc)
             raise
 
@@ -302,12 +302,10 @@ class ThreadActor:
 
     # used by control.py --------------------------------------------------------------
 
-    def park(self, turn: Turn, reply: Reply, kind: str) -> object:
-        self.parked.append((turn, reply, kind))
+    def park(self, turn: Turn, reply: Reply, kind: str, **extra: Any) -> object:
+        """Answer ``reply`` once ``turn`` has ended (``extra`` joins the result)."""
+        self.parked.append((turn, reply, kind, extra))
         return control.PARKED
-
-    def new_input_id(self) -> str:
-        return new_input_id()
 
 
 __all__ = ["ActorServices", "ThreadActor", "TurnOutcome"]

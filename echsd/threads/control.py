@@ -112,11 +112,12 @@ def _kill_effects(actor: "ThreadActor", events: list, statements: list, reason: 
 
 def _answer_parked(actor: "ThreadActor", turn: Turn, outcome: TurnOutcome) -> None:
     remaining = []
-    for parked_turn, reply, kind in actor.parked:
+    for parked in actor.parked:
+        parked_turn, reply, kind, extra = parked
         if parked_turn is not turn:
-            remaining.append((parked_turn, reply, kind))
+            remaining.append(parked)
             continue
-        reply.set(_result(actor, kind, turn, outcome))
+        reply.set(_result(actor, kind, turn, outcome) | extra)
     actor.parked = remaining
 
 
@@ -154,7 +155,7 @@ async def interrupt(actor: "ThreadActor", reply: Any, clear_queue: bool) -> Any:
     if turn is None:
         return {"thread_id": actor.thread_id, "interrupted": False, "cleared": cleared, "state": actor.record.state.value}
     turn.end("interrupt")
-    return actor.park(turn, reply, "interrupt")
+    return actor.park(turn, reply, "interrupt", cleared=cleared)
 
 
 async def pause(actor: "ThreadActor", reply: Any) -> Any:

@@ -20,6 +20,7 @@ from echsd.ids import is_thread_id
 from echsd.logs import get_logger
 from echsd.store import queries
 from echsd.threads.actor import ActorServices, ThreadActor
+from echsd.threads.eventlog import ThreadLog
 from echsd.threads.mailbox import DEFAULT_TIMEOUT_S, Request, error_reply, first_leaf
 from echsd.threads.record import ThreadRecord
 
@@ -39,16 +40,17 @@ class Supervisor:
     async def load(self) -> None:
         """Load every thread's metadata; remember which need their actor right away."""
 
-        def read(conn: Any) -> tuple[list[Any], list[Any]]:
-            return queries.load_threads(conn), queries.load_inputs(conn, None)
+        def read(conn: Any) -> tuple[list[Any], list[Any], dict[str, int]]:
+            return queries.load_threads(conn), queries.load_inputs(conn, None), queries.last_seqs(conn)
 
-        rows, inputs = await self.services.store.read(read)
+        rows, inputs, last_seqs = await self.services.store.read(read)
         pending: dict[str, int] = {}
         for input_row in inputs:
             pending[input_row.thread_id] = pending.get(input_row.thread_id, 0) + 1
         for row in rows:
             record = ThreadRecord.from_row(row)
             record.queued = pending.get(row.thread_id, 0)
+            record.log = ThreadLog(row.thread_id, self.services.store.writer, last_seqs.get(row.thread_id, 0))
             self.records[row.thread_id] = record
         for record in self.records.values():
             if record.parent in self.records:

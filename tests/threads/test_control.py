@@ -175,7 +175,7 @@ async def test_queue_continues_after_interrupt_unless_cleared(daemon: Any, workd
         await watch.wait_type("turn.delta", after_seq=seq)
         dropped_ack = await daemon.service.send(tid, "to be dropped", mode="queue")
         result = await daemon.service.interrupt(tid, clear_queue=True)
-        assert result["interrupted"] is True
+        assert result["interrupted"] is True and result["cleared"] == 1
         dropped = await watch.wait_type("input.dropped")
     assert dropped.data["input_id"] == dropped_ack["input_id"]
     assert daemon.service.get(tid)["queued"] == 0
