@@ -128,7 +128,8 @@ class EventStream:
 
     async def _subscribe(self) -> None:
         client = self._client
-        if self._generation is not None and not self._reconnect:
+        lost = self._generation is not None or not client.connected
+        if lost and not self._reconnect:
             raise WireError("connection_lost", "the connection to the daemon was lost")
         if not client.connected:
             await client.reconnect()

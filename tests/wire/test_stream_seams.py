@@ -73,3 +73,15 @@ async def _wait_idle(client: Any, tid: str) -> int:
                 if event["event"] == "turn.completed":
                     break
     return int((await client.get_thread(tid))["last_seq"])
+
+
+async def test_stream_without_reconnect_fails_fast_if_lost_before_subscribing(
+    tmp_path: Path, mock_upstream: Any, nursery: trio.Nursery
+) -> None:
+    daemon = await start_daemon(nursery, tmp_path / "state", mock_upstream.base_url)
+    async with connect(state_dir=daemon.settings.state_dir) as client:
+        tid = (await client.create_thread(cwd=str(tmp_path)))["thread_id"]
+        stream = client.events(tid, reconnect=False)
+        await stop_daemon(daemon)  # gone before the stream's first subscribe
+        with trio.fail_after(10), pytest.raises(WireError):
+            await stream.__anext__()
