@@ -40,7 +40,7 @@ def attach(ctx: click.Context, thread_id: str, last: int) -> None:
         raise click.UsageError("attach is interactive and has no --json output (use `echs events --follow --json`)")
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise click.UsageError("attach needs a terminal (in scripts use `echs events --follow` and `echs send`)")
-    run(ctx, lambda client: Attached(client, thread_id, options.color).run(last))
+    run(ctx, lambda client: Attached(client, thread_id, options.color).run(last), streaming=True)
 
 
 class Attached:

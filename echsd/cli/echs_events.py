@@ -77,7 +77,7 @@ def events(ctx: click.Context, thread_id: str, since: int, follow: bool) -> None
                 return
             position = _end_of(page[-1])
 
-    run(ctx, action)
+    run(ctx, action, streaming=follow)
 
 
 async def _follow(client: Client, thread_id: str, since: int, emit: Callable[[dict[str, Any]], None]) -> None:

@@ -65,22 +65,18 @@ def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
     raise SystemExit(code)
 
 
-def run(ctx: click.Context, action: Callable[[Client], Awaitable[int | None]]) -> NoReturn:
-    """Connect, run ``action(client)`` under trio, and exit with its code (None: 0)."""
-    import trio
+def run(ctx: click.Context, action: Callable[[Client], Awaitable[int | None]], *, streaming: bool = False) -> NoReturn:
+    """Connect, run ``action(client)``, and exit with its code (None: 0).
 
-    from echsd.wire.client import WireError, connect
+    One-shot verbs use the ``BlockingClient`` (no event loop, no trio import: ~150 ms
+    less start-up); ``streaming`` ones (events --follow, send --wait, attach) need trio.
+    """
+    from echsd.wire.errors import WireError
 
     options = options_of(ctx)
-
-    async def session() -> int | None:
-        async with connect(
-            socket=options.socket, url=options.url, state_dir=options.state_dir, token_file=options.token_file
-        ) as client:
-            return await action(client)
-
+    connection = {"socket": options.socket, "url": options.url, "state_dir": options.state_dir, "token_file": options.token_file}
     try:
-        code = trio.run(session)
+        code = _run_streaming(action, connection) if streaming else _run_oneshot(action, connection)
     except BaseException as exc:  # trio may deliver ours inside exception groups
         leaves = list(_leaves(exc))
         if all(isinstance(leaf, WireError) for leaf in leaves):
@@ -91,6 +87,27 @@ def run(ctx: click.Context, action: Callable[[Client], Awaitable[int | None]]) -
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = EXIT_OK
     raise SystemExit(code or EXIT_OK)
+
+
+def _run_oneshot(action: Callable[[Any], Awaitable[int | None]], connection: dict[str, Any]) -> int | None:
+    from echsd.wire.blocking import blocking_connect, drive
+
+    with blocking_connect(
+        connection["socket"], connection["url"], state_dir=connection["state_dir"], token_file=connection["token_file"]
+    ) as client:
+        return drive(action(client))  # type: ignore[arg-type]
+
+
+def _run_streaming(action: Callable[[Client], Awaitable[int | None]], connection: dict[str, Any]) -> int | None:
+    import trio
+
+    from echsd.wire.client import connect
+
+    async def session() -> int | None:
+        async with connect(**connection) as client:
+            return await action(client)
+
+    return trio.run(session)
 
 
 def _leaves(exc: BaseException) -> Iterator[BaseException]:

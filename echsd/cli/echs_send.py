@@ -121,4 +121,4 @@ def send(ctx: click.Context, thread_id: str, text: str, queue: bool, steer: bool
         printer.finish(watch)
         return code
 
-    run(ctx, action)
+    run(ctx, action, streaming=wait)

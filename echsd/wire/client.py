@@ -23,6 +23,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_st
 from echsd.wire import codec
 from echsd.wire.discovery import DiscoveryError, Target, resolve_target, resolve_token
 from echsd.wire.errors import ConnectionLost, WireError
+from echsd.wire.requests import RequestHelpers
 from echsd.wire.stream import MAX_QUEUED, EventStream
 
 __all__ = ["Client", "ConnectionLost", "EventStream", "WireError", "connect"]
@@ -43,7 +44,7 @@ class _Pending:
         self.error: WireError | None = None
 
 
-class Client:
+class Client(RequestHelpers):
     """Create with ``connect()``."""
 
     def __init__(self, nursery: trio.Nursery, target: Target, token: str) -> None:
@@ -215,59 +216,6 @@ class Client:
             return response.get("result")
         error = response.get("error") or {}
         raise WireError(str(error.get("code", "internal")), str(error.get("message", "")))
-
-    async def _call(self, op: str, **params: Any) -> Any:
-        return await self.request(op, {k: v for k, v in params.items() if v is not None})
-
-    async def status(self) -> dict[str, Any]:
-        return await self._call("status")  # type: ignore[no-any-return]
-
-    async def create_thread(
-        self,
-        *,
-        cwd: str | None = None,
-        model: str | None = None,
-        reasoning: str | None = None,
-        instructions: str | None = None,
-        tools: list[str] | str | None = None,
-        parent: str | None = None,
-    ) -> dict[str, Any]:
-        return await self._call(  # type: ignore[no-any-return]
-            "thread.create", cwd=cwd, model=model, reasoning=reasoning, instructions=instructions, tools=tools, parent=parent
-        )
-
-    async def list_threads(self) -> list[dict[str, Any]]:
-        return await self._call("thread.list")  # type: ignore[no-any-return]
-
-    async def get_thread(self, thread_id: str) -> dict[str, Any]:
-        return await self._call("thread.get", thread_id=thread_id)  # type: ignore[no-any-return]
-
-    async def configure(self, thread_id: str, config: dict[str, Any]) -> dict[str, Any]:
-        return await self._call("thread.configure", thread_id=thread_id, config=config)  # type: ignore[no-any-return]
-
-    async def send(self, thread_id: str, text: str, *, mode: str | None = None, client_msg_id: str | None = None) -> dict[str, Any]:
-        return await self._call("thread.send", thread_id=thread_id, text=text, mode=mode, client_msg_id=client_msg_id)  # type: ignore[no-any-return]
-
-    async def interrupt(self, thread_id: str, *, clear_queue: bool = False) -> dict[str, Any]:
-        return await self._call("thread.interrupt", thread_id=thread_id, clear_queue=clear_queue)  # type: ignore[no-any-return]
-
-    async def pause(self, thread_id: str) -> dict[str, Any]:
-        return await self._call("thread.pause", thread_id=thread_id)  # type: ignore[no-any-return]
-
-    async def resume(self, thread_id: str) -> dict[str, Any]:
-        return await self._call("thread.resume", thread_id=thread_id)  # type: ignore[no-any-return]
-
-    async def kill(self, thread_id: str) -> dict[str, Any]:
-        return await self._call("thread.kill", thread_id=thread_id)  # type: ignore[no-any-return]
-
-    async def history(self, thread_id: str) -> list[dict[str, Any]]:
-        return await self._call("thread.history", thread_id=thread_id)  # type: ignore[no-any-return]
-
-    async def compact(self, thread_id: str) -> dict[str, Any]:
-        return await self._call("thread.compact", thread_id=thread_id)  # type: ignore[no-any-return]
-
-    async def thread_events(self, thread_id: str, *, since: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        return await self._call("thread.events", thread_id=thread_id, since=since, limit=limit)  # type: ignore[no-any-return]
 
     async def subscribe(self, thread_id: str, since: int | None = None) -> dict[str, Any]:
         """The raw op: events then arrive in ``events()`` streams (or nowhere)."""

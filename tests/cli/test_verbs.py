@@ -237,7 +237,8 @@ def test_connection_options_from_flags_and_env(state: Path, serve: Serve) -> Non
 
 @pytest.mark.parametrize("verb", ["status", "ls"])
 def test_only_client_modules_are_imported(state: Path, verb: str) -> None:
-    """Startup stays instant: no daemon, store, codex, threads, tools or prompt_toolkit."""
+    """Startup stays instant: no daemon, store, codex, threads, tools, prompt_toolkit, and no
+    event loop at all (one-shot verbs use the blocking client, not trio)."""
     import subprocess
     import sys
 
@@ -246,15 +247,15 @@ def test_only_client_modules_are_imported(state: Path, verb: str) -> None:
         "from echsd.cli.echs_main import cli\n"
         f"try:\n    cli(['--state-dir', {str(state)!r}, {verb!r}, '--json'])\n"
         "except SystemExit:\n    pass\n"
-        "watched = ('echsd', 'prompt_toolkit', 'structlog', 'apsw', 'httpx')\n"
+        "watched = ('echsd', 'prompt_toolkit', 'structlog', 'apsw', 'httpx', 'trio')\n"
         "sys.stderr.write(' '.join(sorted(m for m in sys.modules if m.startswith(watched))))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(state.parent), timeout=30)
     loaded = result.stderr.split()
-    assert "echsd.wire.client" in loaded
+    assert "echsd.wire.blocking" in loaded
     heavy = [
         m
         for m in loaded
-        if m.startswith(("echsd.daemon", "echsd.store", "echsd.codex", "echsd.threads", "echsd.tools", "prompt_toolkit", "apsw", "httpx"))
+        if m.startswith(("echsd.daemon", "echsd.store", "echsd.codex", "echsd.threads", "echsd.tools", "prompt_toolkit", "apsw", "httpx", "trio"))
     ]
     assert heavy == []
