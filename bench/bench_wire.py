@@ -35,7 +35,7 @@ from typing import Any
 
 import msgpack
 import trio
-from trio_websocket import wrap_client_stream, wrap_server_stream
+from trio_websocket import ConnectionClosed, wrap_client_stream, wrap_server_stream
 
 from echsd.wire import codec
 
@@ -43,6 +43,7 @@ BATCH = 32
 RECEIVE_BUFFER = 65536
 MAX_MESSAGE = 1 << 30
 STAGE_TIMEOUT_S = 300
+REPEATS = 5
 
 
 def _percentiles(values: list[float]) -> dict[str, float]:
@@ -181,7 +182,11 @@ class _Conn:
 
     async def read(self) -> None:
         while True:
-            responses, events = codec.split_frame(await self.ws.get_message())
+            try:
+                message = await self.ws.get_message()
+            except ConnectionClosed:
+                return
+            responses, events = codec.split_frame(message)
             now = time.time()
             for response in responses:
                 box, done = self.waiting.pop(response["id"])
@@ -269,16 +274,21 @@ async def _replay_and_paced(daemon: _Daemon, deltas: int, paced: int) -> dict[st
         tid = (await control.request("thread.create", cwd=str(daemon.state)))["thread_id"]
         await control.request("thread.send", thread_id=tid, text=_stream(deltas))
         await _settled(control, [tid])
-        reader = await _connect(nursery, daemon)
-        started = time.perf_counter()
-        answer = await reader.request("subscribe", thread_id=tid, since=0)
-        replay_rate = answer["replayed"] / (time.perf_counter() - started)
+        rates = []
+        for attempt in range(REPEATS):
+            reader = await _connect(nursery, daemon)
+            started = time.perf_counter()
+            answer = await reader.request("subscribe", thread_id=tid, since=0)
+            rates.append(answer["replayed"] / (time.perf_counter() - started))
+            if attempt < REPEATS - 1:  # the last reader stays for the paced stage
+                await reader.ws.aclose()
+        replay_rate = statistics.median(rates)
 
         reader.latencies = []
         await reader.request("thread.send", thread_id=tid, text=_stream(paced, delay_ms=1))
         await reader.until_covered(await _settled(control, [tid]))
         nursery.cancel_scope.cancel()
-    return {"replay_events_per_s": round(replay_rate), "replayed": answer["replayed"], "latency_paced_1ms": _percentiles(reader.latencies)}
+    return {"replay_events_per_s": round(replay_rate), "replay_runs": [round(r) for r in rates], "replayed": answer["replayed"], "latency_paced_1ms": _percentiles(reader.latencies)}
 
 
 async def _many_threads(daemon: _Daemon, threads: int, deltas: int) -> dict[str, Any]:
@@ -321,7 +331,9 @@ async def _run(quick: bool) -> dict[str, Any]:
         )
         try:
             assert raw.stdout is not None and raw.stdout.readline().strip() == "LISTENING"
-            out["raw_1_client_events_per_s"] = round(await _raw_rate(raw_path, 1, n))
+            # This VM's speed swings run to run: the ratio targets compare medians of 5.
+            out["raw_1_client_runs"] = [round(await _raw_rate(raw_path, 1, n)) for _ in range(REPEATS)]
+            out["raw_1_client_events_per_s"] = round(statistics.median(out["raw_1_client_runs"]))
             out["raw_100_clients_events_per_s"] = round(await _raw_rate(raw_path, 100, fan))
         finally:
             raw.terminate()

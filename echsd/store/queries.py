@@ -132,6 +132,40 @@ def count_events(conn: apsw.Connection, thread_id: str) -> int:
     ]
 
 
+EventRow = tuple[str, int, str, float, bytes]
+"""(thread_id, seq, type, ts, data as stored JSON bytes): an event not yet decoded."""
+
+
+def read_event_rows(
+    conn: apsw.Connection, thread_id: str, after_seq: int = 0, limit: int | None = None
+) -> list[EventRow | Gap]:
+    """Like ``read_events`` but undecoded: for callers that re-encode anyway (replay)."""
+    lim = -1 if limit is None else max(limit, 0)
+    rows = conn.execute(
+        f"SELECT {EVENT_COLUMNS} FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (thread_id, after_seq, lim),
+    ).fetchall()
+    gaps = conn.execute(
+        "SELECT from_seq, to_seq, reason FROM event_gaps WHERE thread_id = ? AND to_seq > ? "
+        "ORDER BY from_seq LIMIT ?",
+        (thread_id, after_seq, lim),
+    ).fetchall()
+    if not gaps:
+        return rows  # type: ignore[no-any-return]
+    merged: list[EventRow | Gap] = []
+    pending = [
+        Gap(thread_id, max(start, after_seq + 1), end, reason) for start, end, reason in gaps
+    ]
+    g = 0
+    for row in rows:
+        while g < len(pending) and pending[g].from_seq < row[1]:
+            merged.append(pending[g])
+            g += 1
+        merged.append(row)
+    merged.extend(pending[g:])
+    return merged if limit is None else merged[:lim]
+
+
 def read_events(
     conn: apsw.Connection, thread_id: str, after_seq: int = 0, limit: int | None = None
 ) -> list[Event | Gap]:
@@ -140,30 +174,10 @@ def read_events(
     A gap that starts at or before ``after_seq`` is clipped to begin at ``after_seq + 1``.
     A gap counts toward ``limit`` like an event.
     """
-    lim = -1 if limit is None else max(limit, 0)
-    events = conn.execute(
-        f"SELECT {EVENT_COLUMNS} FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        (thread_id, after_seq, lim),
-    )
-    gaps = conn.execute(
-        "SELECT from_seq, to_seq, reason FROM event_gaps WHERE thread_id = ? AND to_seq > ? "
-        "ORDER BY from_seq LIMIT ?",
-        (thread_id, after_seq, lim),
-    ).fetchall()
-    if not gaps:
-        return [event_from_row(r) for r in events]
-    merged: list[Event | Gap] = []
-    pending = [
-        Gap(thread_id, max(start, after_seq + 1), end, reason) for start, end, reason in gaps
+    return [
+        entry if isinstance(entry, Gap) else event_from_row(entry)
+        for entry in read_event_rows(conn, thread_id, after_seq, limit)
     ]
-    g = 0
-    for row in events:
-        while g < len(pending) and pending[g].from_seq < row[1]:
-            merged.append(pending[g])
-            g += 1
-        merged.append(event_from_row(row))
-    merged.extend(pending[g:])
-    return merged if limit is None else merged[:lim]
 
 
 def read_events_all(
