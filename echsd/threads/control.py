@@ -164,26 +164,28 @@ async def pause(actor: "ThreadActor", reply: Any) -> Any:
     if turn is not None:
         turn.end("pause")
         return actor.park(turn, reply, "pause")
-    await actor.log.ready()
-    previous = actor.record.state
-    actor.record.state = transition(previous, Trigger.PAUSE)
-    if actor.record.state is not previous:
-        unit = actor.log.emit_one("thread.state", {"state": actor.record.state.value}, ops.upsert_thread(actor.record.to_row()))
-        await unit.wait()
+    await _apply(actor, Trigger.PAUSE)
     return {"thread_id": actor.thread_id, "interrupted": False, "paused": True, "state": actor.record.state.value}
 
 
 async def resume(actor: "ThreadActor") -> dict[str, Any]:
     actor.check_alive()
-    await actor.log.ready()
-    previous = actor.record.state
-    actor.record.state = transition(previous, Trigger.RESUME)
-    resumed = previous is ThreadState.PAUSED
+    resumed = await _apply(actor, Trigger.RESUME)
     if resumed:
-        unit = actor.log.emit_one("thread.state", {"state": actor.record.state.value}, ops.upsert_thread(actor.record.to_row()))
-        await unit.wait()
         await actor.start_next_if_possible()
     return {"thread_id": actor.thread_id, "resumed": resumed, "state": actor.record.state.value}
+
+
+async def _apply(actor: "ThreadActor", trigger: Trigger) -> bool:
+    """Move an idle/paused thread by ``trigger``; a real change is announced and stored."""
+    await actor.log.ready()
+    previous = actor.record.state
+    actor.record.state = transition(previous, trigger)
+    if actor.record.state is previous:
+        return False
+    unit = actor.log.emit_one("thread.state", {"state": actor.record.state.value}, ops.upsert_thread(actor.record.to_row()))
+    await unit.wait()
+    return True
 
 
 async def kill(actor: "ThreadActor", reply: Any, reason: str) -> Any:
