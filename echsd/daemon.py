@@ -19,12 +19,12 @@ from echsd.logs import get_logger
 from echsd.service.sdnotify import Notifier
 from echsd.settings import Settings
 from echsd.store import Store, run_checkpoints
-from echsd.threads.actor import ActorServices
 from echsd.threads.hub import EventHub
 from echsd.threads.service import ThreadService
 from echsd.threads.supervisor import Supervisor
 from echsd.tools.process import become_subreaper, kill_all_groups, use_group_registry
 from echsd.tools.registry import builtin_tools
+from echsd.wire.peers import Peers
 from echsd.wire.server import WireServer
 from echsd.wire.session import WireContext
 from echsd.wire.token import ensure_token
@@ -39,6 +39,7 @@ class Daemon:
     settings: Settings
     store: Store | None = None
     hub: EventHub = field(default_factory=EventHub)
+    peers: Peers = field(default_factory=Peers)  # authenticated connections, by id
     service: ThreadService | None = None
     server: WireServer | None = None
     base_url: str | None = None
@@ -79,15 +80,11 @@ class Daemon:
                     max_retries=settings.tuning.max_retries,
                     idle_timeout_s=settings.tuning.stream_idle_timeout_s,
                 )
-                services = ActorServices(
-                    store=store, client=client, tools=builtin_tools(), tuning=settings.tuning, supervisor=None  # type: ignore[arg-type]
-                )
-                supervisor = Supervisor(services)
-                services.supervisor = supervisor
+                supervisor = Supervisor(store, client, builtin_tools(), settings.tuning, default_model=settings.model)
                 await supervisor.load()
                 await root.start(supervisor.run)
                 self.service = ThreadService(supervisor, settings)
-                await root.start(server.serve, WireContext(self.service, self.hub, store, settings))
+                await root.start(server.serve, WireContext(self.service, self.hub, store, settings, self.peers))
                 if handle_signals:
                     root.start_soon(self._watch_signals)
                 log.info(

@@ -16,9 +16,6 @@ class EchsError(Exception):
         super().__init__(message)
         self.message = message
 
-    def to_wire(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message}
-
 
 class BadRequest(EchsError):
     code = "bad_request"

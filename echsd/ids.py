@@ -20,9 +20,5 @@ def new_turn_id() -> str:
     return "turn_" + secrets.token_hex(8)
 
 
-def new_call_id() -> str:
-    return "call_" + secrets.token_hex(12)
-
-
 def is_thread_id(value: object) -> bool:
     return isinstance(value, str) and THREAD_ID_RE.match(value) is not None

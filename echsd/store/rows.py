@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from echsd.events import Event
+from echsd.events import Event, gap_envelope
 
 
 def dumps_text(value: Any) -> str:
@@ -64,13 +64,7 @@ class Gap:
 
     def envelope(self, ts: float = 0.0) -> dict[str, Any]:
         """The ``events.gap`` event a client gets in place of the missing range."""
-        return {
-            "event": "events.gap",
-            "thread_id": self.thread_id,
-            "seq": self.from_seq - 1,
-            "ts": ts,
-            "data": {"from_seq": self.from_seq, "to_seq": self.to_seq, "reason": self.reason},
-        }
+        return gap_envelope(self.thread_id, self.from_seq, self.to_seq, self.reason, ts)
 
 
 @dataclass(frozen=True, slots=True)

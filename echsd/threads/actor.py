@@ -1,91 +1,78 @@
-"""The thread actor: the one task that owns a thread's state.
+"""The thread actor: the IO shell around one ``ThreadCore``.
 
-Everything that changes a thread goes through its mailbox and is handled here, one request
-at a time; the running turn is a child task of the actor and changes state only through
-the actor's methods. The rule that keeps this lock-free: after ``await log.ready()``, a
-handler decides, mutates memory and emits its store unit with no checkpoint in between,
-and only then awaits (the commit, a reply). Control requests that must wait for the turn to
-end (interrupt, pause, kill, shutdown) park their reply and are answered when it has.
+Everything that changes a thread arrives in its mailbox and is handled here, one request at
+a time, through the op table at the bottom. The rule that keeps this lock-free: a handler
+awaits room in the store writer (``log.ready()``), asks the core, and commits the unit the
+core returned with no checkpoint in between (core decides -> store commits -> publish); only
+then does it await (the commit, a reply). Work that waits on the network (a turn, a
+compaction) runs as a child task of the actor, so control requests are answered while it
+runs; a control request that must wait for a turn's end (interrupt, pause, kill, shutdown)
+parks its reply until the unit closing that turn has committed.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Awaitable, Callable, Mapping
 
 import trio
 
-from echsd.codex import ResponsesClient
-from echsd.errors import Conflict, EchsError, InvalidState
-from echsd.ids import new_input_id, new_turn_id
+from echsd.codex import ModelError
+from echsd.errors import Conflict, EchsError, Internal, UpstreamError
 from echsd.logs import get_logger
-from echsd.settings import Tuning
-from echsd.store import Store, Unit, ops, queries
-from echsd.threads import control
-from echsd.threads.config import reconfigure
+from echsd.store import Unit, ops, queries
+from echsd.threads.config import ThreadConfig
+from echsd.threads.core import ThreadCore
+from echsd.threads.effects import Effects, Park, TurnState
 from echsd.threads.inputs import PendingInput
 from echsd.threads.mailbox import Reply, Request, error_reply
 from echsd.threads.record import ThreadRecord
-from echsd.threads.recovery import load_thread
-from echsd.threads.state import Disposition, ThreadState, Trigger, input_disposition, parse_mode, transition
-from echsd.threads.turn import Turn, TurnOutcome, run_turn
-from echsd.tools.base import Tool
-
-if TYPE_CHECKING:
-    from echsd.threads.supervisor import Supervisor
+from echsd.threads.services import ActorServices
+from echsd.threads.state import parse_mode
+from echsd.threads.turn import run_turn
+from echsd.threads.turnhost import ActorTurnHost
+from echsd.tools.capabilities import ThreadCapabilities
+from echsd.tools.registry import ToolRegistry
 
 log = get_logger(__name__)
 
-
-@dataclass
-class ActorServices:
-    store: Store
-    client: ResponsesClient
-    tools: dict[str, Tool]
-    tuning: Tuning
-    supervisor: "Supervisor"
-    tool_services: Any = None
+LATER = object()  # a handler's result meaning "a background task answers the reply"
+FOLD_EVERY_DELTAS = 1000  # check retention at a turn's end once this many deltas were logged
 
 
 class ThreadActor:
     def __init__(self, record: ThreadRecord, services: ActorServices) -> None:
         self.record = record
-        self.thread_id = record.thread_id
         self.services = services
-        self.client = services.client
-        self.tools = services.tools
-        self.tuning = services.tuning
-        self.history: list[dict[str, Any]] = []
-        self.queue: deque[PendingInput] = deque()
-        self.steering: list[PendingInput] = []
-        self.next_position = 1
-        self.recent_acks: dict[str, dict[str, Any]] = {}  # client_msg_id -> ack, this session
-        self.turn: Turn | None = None
-        self.parked: list[tuple[Turn, Reply, str, dict[str, Any]]] = []  # replies waiting for a turn's end
-        self.stopping = False
+        self.tools = ToolRegistry(services.builtins)
+        self.caps = ThreadCapabilities()
+        self.parked: dict[str, list[tuple[Reply, Park]]] = {}  # turn id -> replies waiting for its end
         self._nursery: trio.Nursery | None = None
         self._receive_scope: trio.CancelScope | None = None
+        self._turn_scope: trio.CancelScope | None = None
+        self._compaction_scope: trio.CancelScope | None = None
 
     @property
-    def log(self):  # noqa: ANN201 - ThreadLog, set by load_thread
-        assert self.record.log is not None
+    def core(self) -> ThreadCore:
+        return self.record.core
+
+    @property
+    def log(self):  # noqa: ANN201 - ThreadLog
         return self.record.log
 
-    def cwd_path(self) -> Path:
-        return Path(self.record.config.cwd)
+    @property
+    def thread_id(self) -> str:
+        return self.record.thread_id
 
     # ---- lifecycle -------------------------------------------------------------------
 
     async def run(self, crashed: BaseException | None = None) -> None:
-        await load_thread(self, crashed)
+        await self._load(crashed)
         current: Request | None = None
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                await self.start_next_if_possible()
-                while not self.stopping:
+                await self._start_next()
+                while not self.core.stopping:
                     with trio.CancelScope() as self._receive_scope:
                         current = await self.record.mailbox_receive.receive()
                     if current is None or self._receive_scope.cancelled_caught:
@@ -95,217 +82,239 @@ class ThreadActor:
         except BaseException as exc:
             if current is not None:
                 error_reply(current.reply, exc)
-            for _turn, reply, _kind, _extra in self.parked:
-                error_reply(reply, exc)
+            for waiting in self.parked.values():
+                for reply, _park in waiting:
+                    error_reply(reply, exc)
             raise
+
+    async def _load(self, crashed: BaseException | None) -> None:
+        """Load history and waiting inputs; the core closes whatever a crash left open."""
+        store = self.services.store
+        thread_id = self.thread_id
+        if crashed is not None:
+            await store.writer.flush()  # what the crashed incarnation emitted is on disk first
+
+        def read(conn: Any) -> tuple[list[dict[str, Any]], list[Any], Any]:
+            return (
+                queries.load_items(conn, thread_id),
+                queries.load_inputs(conn, thread_id, statuses=("queued", "steering")),
+                queries.get_thread(conn, thread_id),
+            )
+
+        items, inputs, row = await store.read(read)
+        if crashed is not None and row is not None:  # the store is the truth after a crash
+            self.record.core = ThreadCore.from_row(row, children=self.core.children)
+        await self.log.ready()
+        effects = self.core.recover(items, inputs, None if crashed is None else f"{type(crashed).__name__}: {crashed}")
+        if effects.events or effects.statements:
+            await self.commit(effects).wait()
 
     def _wake(self) -> None:
         if self._receive_scope is not None:
             self._receive_scope.cancel()
 
     async def _handle(self, request: Request) -> None:
-        handler = getattr(self, f"op_{request.op}", None)
+        handler = OPS.get(request.op)
         if handler is None:
-            request.reply.fail(EchsError(f"thread actor has no operation {request.op!r}"))
+            request.reply.fail(Internal(f"thread actor has no operation {request.op!r}"))
             return
         try:
-            result = await handler(request.reply, **request.params)
+            result = await handler(self, request.reply, **request.params)
         except EchsError as exc:
             request.reply.fail(exc)
             return
-        if result is not control.PARKED:
+        except Exception as exc:  # a bug in one op answers that op; the worker goes on
+            log.exception("thread operation failed", thread_id=self.thread_id, op=request.op)
+            request.reply.fail(Internal(f"{request.op} failed: {type(exc).__name__}: {exc}"))
+            return
+        if isinstance(result, Park):
+            self.parked.setdefault(result.turn_id, []).append((request.reply, result))
+        elif result is not LATER:
             request.reply.set(result)
 
-    # ---- history and turns (used by the turn task) -----------------------------------
+    # ---- commit: the one way decisions reach the store and the world ---------------------
 
-    async def append_items(
-        self,
-        items: Sequence[dict[str, Any]],
-        turn_id: str | None,
-        before: Sequence[tuple[str, dict[str, Any]]] = (),
-    ) -> Unit:
-        """Append items to history: the rows and their ``item.completed`` events in one unit."""
-        await self.log.ready()
-        start = len(self.history)
-        self.history.extend(items)
-        events = [*before, *(("item.completed", {"turn_id": turn_id, "item": item}) for item in items)]
-        return self.log.emit(events, [ops.append_items(self.thread_id, start, list(items), turn_id)])
-
-    def has_steers(self) -> bool:
-        return bool(self.steering)
-
-    async def deliver_steers(self, turn: Turn) -> None:
-        if not self.steering:
-            return
-        await self.log.ready()
-        pending, self.steering = self.steering, []
-        self.log.emit(*self._delivery(pending, turn.turn_id))
-
-    def _delivery(self, inputs: Sequence[PendingInput], turn_id: str) -> tuple[list, list]:
-        """Events and statements that put ``inputs`` into history (sync; caller emits)."""
-        events: list[tuple[str, dict[str, Any]]] = []
-        statements = []
-        start = len(self.history)
-        items = []
-        for pending in inputs:
-            item = pending.item()
-            items.append(item)
-            statements.append(pending.write("delivered", turn_id=turn_id))
-            events.append(("input.delivered", {"input_id": pending.input_id, "turn_id": turn_id, "mode": pending.mode.value}))
-            events.append(("item.completed", {"turn_id": turn_id, "item": item}))
-        self.history.extend(items)
-        statements.append(ops.append_items(self.thread_id, start, items, turn_id))
-        return events, statements
-
-    def start_turn(self, inputs: Sequence[PendingInput]) -> Unit:
-        """Open a turn for ``inputs`` (sync: call right after ``log.ready()``)."""
-        assert self._nursery is not None
-        turn = Turn(turn_id=new_turn_id(), input_ids=[p.input_id for p in inputs])
-        self.record.state = transition(self.record.state, Trigger.TURN_START)
-        self.record.active_turn = turn.turn_id
-        self.record.usage["turns"] = self.record.usage.get("turns", 0) + 1
-        self.turn = turn
-        events: list[tuple[str, dict[str, Any]]] = [
-            ("thread.state", {"state": self.record.state.value}),
-            ("turn.started", {"turn_id": turn.turn_id, "input_ids": turn.input_ids}),
-        ]
-        delivered_events, statements = self._delivery(inputs, turn.turn_id)
-        unit = self.log.emit([*events, *delivered_events], [*statements, ops.upsert_thread(self.record.to_row())])
-        self._nursery.start_soon(self._turn_task, turn)
+    def commit(self, effects: Effects) -> Unit:
+        """Submit the core's unit, then act on it (sync: call right after ``log.ready()``)."""
+        statements = effects.statements
+        if effects.turn_end is not None and self.log.deltas_since_fold >= FOLD_EVERY_DELTAS:
+            # Retention: the turn's items hold the full text, so old deltas can go (as a gap).
+            statements = [*statements, ops.fold_deltas(self.thread_id, keep=self.services.tuning.retained_deltas)]
+            self.log.deltas_since_fold = 0
+        unit = self.log.emit(effects.events, statements)
+        if effects.cancel_turn and self._turn_scope is not None:
+            self._turn_scope.cancel()
+        if effects.cancel_compaction and self._compaction_scope is not None:
+            self._compaction_scope.cancel()
+        if effects.start_turn is not None:
+            self._spawn_turn(effects.start_turn)
         return unit
 
-    def _can_start_next(self) -> bool:
-        """A queued input may start a turn: idle, nothing running, not shutting down."""
-        return not self.stopping and self.turn is None and self.record.state is ThreadState.IDLE and bool(self.queue)
+    async def _decided(self, result: Any, effects: Effects) -> Any:
+        """Commit a control decision; answer once committed (or park until the turn's end)."""
+        unit = self.commit(effects)
+        if isinstance(result, Park):
+            return result
+        await unit.wait()
+        return result
 
-    async def start_next_if_possible(self) -> None:
-        if not self._can_start_next():
-            return
-        await self.log.ready()
-        if self._can_start_next():
-            self.start_turn([self.queue.popleft()])
-            self.record.queued = len(self.queue)
+    # ---- turns -----------------------------------------------------------------------
 
-    async def _turn_task(self, turn: Turn) -> None:
-        outcome = await run_turn(self, turn)
+    def _spawn_turn(self, turn: TurnState) -> None:
+        assert self._nursery is not None
+        self._turn_scope = scope = trio.CancelScope()
+        self._nursery.start_soon(self._run_turn, turn, scope)
+
+    async def _run_turn(self, turn: TurnState, scope: trio.CancelScope) -> None:
+        host = ActorTurnHost(
+            core=self.core,
+            log=self.log,
+            commit=self.commit,
+            turn_id=turn.turn_id,
+            client=self.services.client,
+            tuning=self.services.tuning,
+            tools=self.tools,
+            caps=self.caps,
+        )
+        status, error = "error", {"code": "internal", "message": "the turn was cancelled"}
+        with scope:
+            status, error = await run_turn(host)
         with trio.CancelScope(shield=True):
-            await control.finish_turn(self, turn, outcome)
-        await self.start_next_if_possible()
-        if self.stopping:
+            await self.log.ready()
+            effects = self.core.finish_turn(status, error)
+            self._turn_scope = None
+            await self.commit(effects).wait()
+            end = effects.turn_end
+            assert end is not None
+            for reply, park in self.parked.pop(end.turn_id, []):
+                reply.set(park.answer(self.thread_id, end))
+            self.services.turn_finished(self.thread_id, end)
+        await self._start_next()
+        if self.core.stopping:
             self._wake()
+
+    async def _start_next(self) -> None:
+        await self.log.ready()  # no checkpoint when the writer has room
+        effects = self.core.next_turn()
+        if effects is not None:
+            self.commit(effects)
+
+    # ---- compaction (a child task: control answers while it waits on the network) ------
+
+    async def _compact(self, reply: Reply, token: int, items: list[dict[str, Any]], config: ThreadConfig, scope: trio.CancelScope) -> None:
+        try:
+            replacement = None
+            with scope:
+                replacement = await self.services.client.compact(
+                    model=config.model, instructions=config.rendered_instructions(), input=items
+                )
+            effects = None
+            if replacement is not None:
+                await self.log.ready()
+                effects = self.core.finish_compaction(token, replacement)
+            if effects is None:
+                reply.fail(Conflict("the compaction was cancelled (interrupt, pause, kill or shutdown); the history is unchanged"))
+            else:
+                await self.commit(effects).wait()
+                _event, data = effects.events[0]
+                reply.set({"thread_id": self.thread_id, "items_before": data["items_before"], "items_after": data["items_after"]})
+        except ModelError as exc:
+            reply.fail(UpstreamError(f"compaction failed at the model endpoint: {exc.message}"))
+        except Exception as exc:
+            log.exception("compaction failed", thread_id=self.thread_id)
+            reply.fail(Internal(f"compaction failed: {type(exc).__name__}: {exc}"))
+        finally:
+            self.core.abort_compaction(token)  # no-op when it finished or was cancelled
+            if self._compaction_scope is scope:
+                self._compaction_scope = None
+        await self._start_next()
 
     # ---- operations (mailbox handlers) -----------------------------------------------
 
-    def check_alive(self) -> None:
-        if self.record.state is ThreadState.KILLED:
-            raise InvalidState(f"thread {self.thread_id} is killed")
-
-    async def op_send(
-        self, reply: Reply, text: str, mode: str | None = None, client_msg_id: str | None = None
-    ) -> dict[str, Any]:
-        self.check_alive()
+    async def op_send(self, reply: Reply, text: str, mode: str | None = None, client_msg_id: str | None = None) -> dict[str, Any]:
+        self.core.check_alive()
         if client_msg_id is not None:
-            previous = await self._previous_ack(client_msg_id)
+            previous = self.core.previous_ack(client_msg_id) or await self._stored_ack(client_msg_id)
             if previous is not None:
                 return previous
         input_mode = parse_mode(mode)
         await self.log.ready()
-        self.check_alive()  # ready() may have waited
-        disposition = input_disposition(
-            self.record.state,
-            input_mode,
-            steer_accepted=self.turn is not None and self.turn.accepting_steer,
-            queue_empty=not self.queue,
-        )
-        pending = PendingInput(
-            input_id=new_input_id(),
-            thread_id=self.thread_id,
-            text=text,
-            mode=input_mode,
-            disposition=disposition,
-            client_msg_id=client_msg_id,
-        )
-        if disposition is Disposition.STARTED:
-            unit = self.start_turn([pending])
-        elif disposition is Disposition.QUEUED:
-            unit = self._enqueue(pending)
-        else:
-            pending.position = 0
-            self.steering.append(pending)
-            unit = self.log.emit([], [pending.write("steering")])
-        ack = pending.ack()
-        if client_msg_id is not None:
-            self.recent_acks[client_msg_id] = ack
+        ack, effects = self.core.receive_input(text, input_mode, client_msg_id)
+        unit = self.commit(effects)
         # Shielded: once the input is in a unit, its ack must reach the client even if the
         # actor is being torn down meanwhile (e.g. its turn task crashed).
         with trio.CancelScope(shield=True):
             await unit.wait()
         return ack
 
-    def _enqueue(self, pending: PendingInput, front: bool = False) -> Unit:
-        pending.position = self.next_position
-        self.next_position += 1
-        if front:
-            self.queue.appendleft(pending)
-        else:
-            self.queue.append(pending)
-        self.record.queued = len(self.queue)
-        return self.log.emit(
-            [("input.queued", {"input_id": pending.input_id, "position": list(self.queue).index(pending) + 1})],
-            [pending.write("queued")],
-        )
-
-    async def _previous_ack(self, client_msg_id: str) -> dict[str, Any] | None:
-        if client_msg_id in self.recent_acks:
-            return dict(self.recent_acks[client_msg_id])
-        row = await self.services.store.read(lambda conn: queries.find_input(conn, self.thread_id, client_msg_id))
+    async def _stored_ack(self, client_msg_id: str) -> dict[str, Any] | None:
+        thread_id = self.thread_id
+        row = await self.services.store.read(lambda conn: queries.find_input(conn, thread_id, client_msg_id))
         if row is None:
             return None
         ack = PendingInput.from_row(row).ack()
-        self.recent_acks[client_msg_id] = ack
-        return dict(ack)
+        self.core.remember_ack(client_msg_id, ack)
+        return ack
 
     async def op_configure(self, reply: Reply, config: Any) -> dict[str, Any]:
-        self.check_alive()
-        updated, changed = reconfigure(self.record.config, config, self.tools)
+        self.core.check_alive()
         await self.log.ready()
-        self.record.config = updated
-        unit = self.log.emit_one(
-            "thread.configured", {"config": updated.to_dict(), "changed": changed}, ops.upsert_thread(self.record.to_row())
-        )
-        await unit.wait()
+        await self.commit(self.core.configure(config, self.tools.names())).wait()
         return self.record.to_object()
 
     async def op_history(self, reply: Reply) -> list[dict[str, Any]]:
-        return list(self.history)
+        return list(self.core.history or ())
 
     async def op_interrupt(self, reply: Reply, clear_queue: bool = False) -> Any:
-        return await control.interrupt(self, reply, clear_queue)
+        await self.log.ready()
+        return await self._decided(*self.core.interrupt(clear_queue))
 
     async def op_pause(self, reply: Reply) -> Any:
-        return await control.pause(self, reply)
+        await self.log.ready()
+        return await self._decided(*self.core.pause())
 
     async def op_resume(self, reply: Reply) -> Any:
-        return await control.resume(self)
+        await self.log.ready()
+        return await self._decided(*self.core.resume())
 
     async def op_kill(self, reply: Reply, reason: str = "killed") -> Any:
-        return await control.kill(self, reply, reason)
+        await self.log.ready()
+        return await self._decided(*self.core.kill(reason))
 
     async def op_shutdown(self, reply: Reply) -> Any:
-        return await control.shutdown(self, reply)
+        await self.log.ready()
+        return await self._decided(*self.core.shutdown())
 
-    async def op_compact(self, reply: Reply) -> dict[str, Any]:
-        self.check_alive()
-        if self.turn is not None:
-            raise Conflict("a turn is running; compact between turns (interrupt or wait)")
-        return await control.compact(self)
+    async def op_compact(self, reply: Reply) -> object:
+        token, items = self.core.begin_compaction()
+        assert self._nursery is not None
+        self._compaction_scope = scope = trio.CancelScope()
+        self._nursery.start_soon(self._compact, reply, token, items, self.core.config, scope)
+        return LATER
 
-    # used by control.py --------------------------------------------------------------
+    async def op_adopt_child(self, reply: Reply, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a child of this thread: the parent's mailbox orders it against a kill."""
+        tree = self.services.tree
+        self.core.check_accepts_children()
+        config = tree.build_config(params)
+        await self.log.ready()
+        self.core.check_accepts_children()
+        tree.check_room_for_child(self.thread_id)
+        record, unit = tree.register_thread(config, self.thread_id)
+        self.core.add_child(record.thread_id)
+        await unit.wait()
+        return record.to_object()
 
-    def park(self, turn: Turn, reply: Reply, kind: str, **extra: Any) -> object:
-        """Answer ``reply`` once ``turn`` has ended (``extra`` joins the result)."""
-        self.parked.append((turn, reply, kind, extra))
-        return control.PARKED
 
-
-__all__ = ["ActorServices", "ThreadActor", "TurnOutcome"]
+OPS: dict[str, Callable[..., Awaitable[Any]]] = {
+    "send": ThreadActor.op_send,
+    "configure": ThreadActor.op_configure,
+    "history": ThreadActor.op_history,
+    "interrupt": ThreadActor.op_interrupt,
+    "pause": ThreadActor.op_pause,
+    "resume": ThreadActor.op_resume,
+    "kill": ThreadActor.op_kill,
+    "shutdown": ThreadActor.op_shutdown,
+    "compact": ThreadActor.op_compact,
+    "adopt_child": ThreadActor.op_adopt_child,
+}

@@ -1,8 +1,8 @@
 """A thread's Responses history: item builders and invariants (sans-IO).
 
-Items are stored exactly as they are sent back to the model. Model output items lose
-their server-side ``id``/``status`` (with ``store: false`` the server cannot resolve ids),
-everything else (reasoning ``encrypted_content`` included) is kept verbatim.
+Items are stored exactly as they are sent back to the model: model output items arrive
+already in their input shape (``echsd.codex.reducer.as_input_item`` drops server-side ids
+and statuses), everything else (reasoning ``encrypted_content`` included) is kept verbatim.
 
 Invariant (CONTRACT.md 2.4): every ``function_call`` is followed by exactly one
 ``function_call_output`` with its ``call_id`` before the next model request. ``repair``
@@ -15,7 +15,6 @@ from typing import Any, Iterable
 
 CALL_TYPES = ("function_call", "custom_tool_call", "local_shell_call")
 OUTPUT_TYPES = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output", "local_shell_call": "function_call_output"}
-_SERVER_ONLY_FIELDS = ("id", "status")
 
 
 def user_message(text: str) -> dict[str, Any]:
@@ -24,11 +23,6 @@ def user_message(text: str) -> dict[str, Any]:
 
 def function_call_output(call_id: str, output: str, call_type: str = "function_call") -> dict[str, Any]:
     return {"type": OUTPUT_TYPES.get(call_type, "function_call_output"), "call_id": call_id, "output": output}
-
-
-def normalize_model_item(item: dict[str, Any]) -> dict[str, Any]:
-    """The form in which a model output item is kept and sent back."""
-    return {key: value for key, value in item.items() if key not in _SERVER_ONLY_FIELDS}
 
 
 def dangling_calls(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -8,10 +8,7 @@ there). A listener that raises is removed and logged; it never disturbs the writ
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Callable, Iterator
-
-import trio
+from typing import Callable
 
 from echsd.events import Event
 from echsd.logs import get_logger
@@ -60,27 +57,3 @@ class EventHub:
                 except Exception:
                     log.exception("event listener failed; removing it", thread_id=event.thread_id)
                     listening.close()
-
-    @contextmanager
-    def channel(self, thread_id: str, max_buffer: int = 100_000) -> Iterator[trio.MemoryReceiveChannel[Event]]:
-        """Committed events of one thread (or ``*``) as a receive channel, for internal waiters.
-
-        Overflow closes the channel (the reader sees the end of the stream) rather than
-        blocking the writer; internal waiters re-read the log if they need completeness.
-        """
-        send, receive = trio.open_memory_channel[Event](max_buffer)
-
-        def forward(event: Event) -> None:
-            try:
-                send.send_nowait(event)
-            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-                send.close()
-                listening.close()
-
-        listening = self.listen(thread_id, forward)
-        try:
-            with receive:
-                yield receive
-        finally:
-            listening.close()
-            send.close()

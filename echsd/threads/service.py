@@ -1,7 +1,8 @@
-"""The daemon's operations, as the wire server (or any in-process caller) sees them.
+"""The daemon's operations on threads, as the wire (or any in-process caller) sees them.
 
-One method per operation of CONTRACT.md 3.2 on threads; parameters arrive type-checked
-by the caller's schema, and every failure is an ``EchsError`` with a wire error code.
+One method per thread operation of CONTRACT.md 3.2; parameters arrive type-checked by the
+op's schema (``echsd.wire.schema``), and every failure is an ``EchsError`` with a wire code.
+Anything that changes a thread goes to its actor through the supervisor.
 """
 
 from __future__ import annotations
@@ -10,47 +11,26 @@ import time
 from typing import Any
 
 from echsd import __version__
-from echsd.errors import BadRequest, InvalidState
-from echsd.events import Event
-from echsd.ids import new_thread_id
+from echsd.errors import BadRequest
 from echsd.settings import Settings
-from echsd.store import Gap, ops, queries
-from echsd.threads.config import new_config
-from echsd.threads.eventlog import ThreadLog
-from echsd.threads.record import ThreadRecord
+from echsd.store import queries
 from echsd.threads.state import ThreadState
 from echsd.threads.supervisor import Supervisor
-from echsd.tools.registry import default_tool_names
 
 MAX_EVENTS_PER_READ = 10_000
-
-
-def gap_envelope(gap: Gap) -> dict[str, Any]:
-    """The ``events.gap`` event for a range the log no longer holds (or a client missed)."""
-    return {
-        "event": "events.gap",
-        "thread_id": gap.thread_id,
-        "seq": gap.from_seq - 1,
-        "ts": time.time(),
-        "data": {"from_seq": gap.from_seq, "to_seq": gap.to_seq, "reason": gap.reason},
-    }
-
-
-def envelope(entry: Event | Gap) -> dict[str, Any]:
-    return entry.envelope() if isinstance(entry, Event) else gap_envelope(entry)
 
 
 class ThreadService:
     def __init__(self, supervisor: Supervisor, settings: Settings) -> None:
         self.supervisor = supervisor
         self.settings = settings
-        self.store = supervisor.services.store
+        self.store = supervisor.store
         self.started = time.monotonic()
 
     def status(self) -> dict[str, Any]:
         counts = {state.value: 0 for state in ThreadState}
         for record in self.supervisor.records.values():
-            counts[record.state.value] += 1
+            counts[record.core.state.value] += 1
         return {
             "version": __version__,
             "provider": self.settings.provider,
@@ -62,27 +42,10 @@ class ThreadService:
         }
 
     async def create(self, **params: Any) -> dict[str, Any]:
-        supervisor = self.supervisor
-        tools = supervisor.services.tools
-        parent = params.get("parent")
-        if parent is not None:
-            parent_record = supervisor.record(parent)
-            if parent_record.state is ThreadState.KILLED:
-                raise InvalidState(f"parent thread {parent} is killed")
-        config = new_config(
-            params, default_model=self.settings.model, default_tools=default_tool_names(tools), known_tools=tools
-        )
-        thread_id = new_thread_id()
-        record = ThreadRecord(thread_id=thread_id, parent=parent, created_at=time.time(), state=ThreadState.IDLE, config=config)
-        record.log = ThreadLog(thread_id, self.store.writer, 0)
-        await record.log.ready()
-        supervisor.add(record)
-        unit = record.log.emit_one("thread.created", {"thread": record.to_object()}, ops.upsert_thread(record.to_row()))
-        await unit.wait()
-        return record.to_object()
+        return await self.supervisor.create_thread(params)
 
     def list(self) -> list[dict[str, Any]]:
-        records = sorted(self.supervisor.records.values(), key=lambda r: r.created_at)
+        records = sorted(self.supervisor.records.values(), key=lambda r: r.core.created_at)
         return [record.to_object() for record in records]
 
     def get(self, thread_id: str) -> dict[str, Any]:
@@ -129,4 +92,4 @@ class ThreadService:
             raise BadRequest("limit must be positive")
         limit = min(limit or MAX_EVENTS_PER_READ, MAX_EVENTS_PER_READ)
         entries = await self.store.read(lambda conn: queries.read_events(conn, thread_id, since, limit))
-        return [envelope(entry) for entry in entries]
+        return [entry.envelope() for entry in entries]

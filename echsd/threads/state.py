@@ -35,6 +35,7 @@ class Trigger(str, Enum):
     PAUSE = "pause"
     RESUME = "resume"
     KILL = "kill"
+    RECOVER = "recover"  # a turn was open when the daemon (or the worker) died
 
 
 S, T = ThreadState, Trigger
@@ -51,6 +52,7 @@ TRANSITIONS: dict[tuple[ThreadState, Trigger], ThreadState] = {
     (S.IDLE, T.KILL): S.KILLED,
     (S.RUNNING, T.KILL): S.KILLED,
     (S.PAUSED, T.KILL): S.KILLED,
+    (S.RUNNING, T.RECOVER): S.IDLE,  # the dead turn is closed as interrupted on load
 }
 # Pause of a running thread is not a direct transition: the turn is ended first and lands
 # through TURN_END_PAUSED.
@@ -90,13 +92,14 @@ DISPOSITIONS = dict(_DISPOSITIONS)
 
 
 def input_disposition(
-    state: ThreadState, mode: InputMode, *, steer_accepted: bool = True, queue_empty: bool = True
+    state: ThreadState, mode: InputMode, *, steer_accepted: bool = True, nothing_ahead: bool = True
 ) -> Disposition:
-    """What an input sent now becomes. An idle thread with a waiting queue queues behind it."""
+    """What an input sent now becomes. An idle thread with something ahead of the input (a
+    waiting queue, a compaction in progress) queues it behind that."""
     if state is S.KILLED:
         raise InvalidState("thread is killed: it takes no input")
     disposition = DISPOSITIONS[(state, mode, steer_accepted)]
-    if disposition is Disposition.STARTED and not queue_empty:
+    if disposition is Disposition.STARTED and not nothing_ahead:
         return Disposition.QUEUED
     return disposition
 
@@ -109,6 +112,3 @@ def parse_mode(value: object) -> InputMode:
     except ValueError:
         raise BadRequest(f"mode must be one of send, queue, steer (got {value!r})") from None
 
-
-# How a turn ended -> the terminal event and the reason recorded with it.
-END_REASONS = ("interrupt", "pause", "kill", "shutdown", "restart")

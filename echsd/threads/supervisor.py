@@ -1,36 +1,66 @@
-"""The supervisor: finds, starts, restarts and stops thread actors.
+"""The supervisor: finds, starts, restarts and stops thread actors; the authority over the tree.
 
 Every thread has a record (loaded eagerly at start); its actor starts on first use, or at
 start when it has work left over (an open turn to close, queued input to run). An exception
 escaping an actor is logged with its traceback and the actor is restarted from the store;
 more than ``restart_limit`` crashes within ``restart_window_s`` and the thread is given up
 (requests to it answer ``internal``). Neither ever reaches the daemon or other threads.
+
+The thread tree has one authority. A child is created through its parent's actor (the
+mailbox orders it against the parent's kill, and a parent being killed refuses children),
+and a kill walks the tree top down: each thread is killed before its children are listed,
+so no child can appear under a killed ancestor. Finished turns are reported to listeners
+(``on_turn_finished``), the hook a parent waiting on its sub-agents is woken by.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any
+from typing import Any, Callable, Mapping
 
 import trio
 
-from echsd.errors import Internal, InvalidState, NotFound, Timeout, Unavailable
-from echsd.ids import is_thread_id
+from echsd.codex import ResponsesClient
+from echsd.errors import (
+    EchsError,
+    Internal,
+    InvalidState,
+    NotFound,
+    Timeout,
+    Unavailable,
+)
+from echsd.ids import is_thread_id, new_thread_id
 from echsd.logs import get_logger
-from echsd.store import queries
-from echsd.threads.actor import ActorServices, ThreadActor
+from echsd.settings import Tuning
+from echsd.store import Store, Unit, ops, queries
+from echsd.threads.actor import ThreadActor
+from echsd.threads.config import ThreadConfig, new_config
+from echsd.threads.core import ThreadCore
+from echsd.threads.effects import TurnEnd
 from echsd.threads.eventlog import ThreadLog
 from echsd.threads.mailbox import DEFAULT_TIMEOUT_S, Request, error_reply, first_leaf
 from echsd.threads.record import ThreadRecord
+from echsd.threads.services import ActorServices
+from echsd.threads.state import ThreadState
+from echsd.tools.base import Tool
+from echsd.tools.registry import default_tool_names
 
 log = get_logger(__name__)
 
+TurnListener = Callable[[str, TurnEnd], None]
+
 
 class Supervisor:
-    def __init__(self, services: ActorServices) -> None:
-        self.services = services
+    def __init__(self, store: Store, client: ResponsesClient, builtins: Mapping[str, Tool], tuning: Tuning, *, default_model: str) -> None:
+        self.store = store
+        self.tuning = tuning
+        self.default_model = default_model
         self.records: dict[str, ThreadRecord] = {}
+        self.services = ActorServices(
+            store=store, client=client, builtins=builtins, tuning=tuning, tree=self, turn_finished=self._turn_finished
+        )
+        self._turn_listeners: list[TurnListener] = []
         self._nursery: trio.Nursery | None = None
         self._eager: list[ThreadRecord] = []
         self._closing = False
@@ -43,22 +73,22 @@ class Supervisor:
         def read(conn: Any) -> tuple[list[Any], list[Any], dict[str, int]]:
             return queries.load_threads(conn), queries.load_inputs(conn, None), queries.last_seqs(conn)
 
-        rows, inputs, last_seqs = await self.services.store.read(read)
+        rows, inputs, last_seqs = await self.store.read(read)
         pending: dict[str, int] = {}
         for input_row in inputs:
             pending[input_row.thread_id] = pending.get(input_row.thread_id, 0) + 1
+        children: dict[str, list[str]] = {}
         for row in rows:
-            record = ThreadRecord.from_row(row)
-            record.queued = pending.get(row.thread_id, 0)
-            record.log = ThreadLog(row.thread_id, self.services.store.writer, last_seqs.get(row.thread_id, 0))
-            self.records[row.thread_id] = record
-        for record in self.records.values():
-            if record.parent in self.records:
-                self.records[record.parent].children.append(record.thread_id)
+            if row.parent is not None:
+                children.setdefault(row.parent, []).append(row.thread_id)
+        for row in rows:
+            core = ThreadCore.from_row(row, pending_inputs=pending.get(row.thread_id, 0), children=children.get(row.thread_id, ()))
+            log_ = ThreadLog(row.thread_id, self.store.writer, last_seqs.get(row.thread_id, 0))
+            self.records[row.thread_id] = ThreadRecord(core, log_)
         self._eager = [
             record
             for record in self.records.values()
-            if record.active_turn is not None or (record.thread_id in pending and record.state.value == "idle")
+            if record.core.active_turn is not None or (record.core.queued and record.core.state is ThreadState.IDLE)
         ]
         log.info("threads loaded", threads=len(self.records), resuming=len(self._eager))
 
@@ -82,7 +112,6 @@ class Supervisor:
         self._nursery.start_soon(self._supervise, record, name=f"actor:{record.thread_id}")
 
     async def _supervise(self, record: ThreadRecord) -> None:
-        tuning = self.services.tuning
         crashes: deque[float] = deque()
         crashed: BaseException | None = None
         while True:
@@ -95,10 +124,10 @@ class Supervisor:
                 log.error("thread worker crashed", thread_id=record.thread_id, exc_info=root)
                 now = time.monotonic()
                 crashes.append(now)
-                while crashes and now - crashes[0] > tuning.restart_window_s:
+                while crashes and now - crashes[0] > self.tuning.restart_window_s:
                     crashes.popleft()
-                if len(crashes) > tuning.restart_limit:
-                    record.failed = f"worker crashed {len(crashes)} times in {tuning.restart_window_s:g} s: {root!r}"
+                if len(crashes) > self.tuning.restart_limit:
+                    record.failed = f"worker crashed {len(crashes)} times in {self.tuning.restart_window_s:g} s: {root!r}"
                     log.error("giving up on thread worker", thread_id=record.thread_id, reason=record.failed)
                     await self._refuse_forever(record)
                     return
@@ -128,45 +157,95 @@ class Supervisor:
             raise NotFound(f"no thread {thread_id}")
         return record
 
-    def add(self, record: ThreadRecord) -> None:
-        self.records[record.thread_id] = record
-        if record.parent is not None:
-            self.records[record.parent].children.append(record.thread_id)
+    # ---- turns -----------------------------------------------------------------------
 
-    def descendants(self, thread_id: str) -> list[str]:
-        found: list[str] = []
-        frontier = list(self.records[thread_id].children)
-        while frontier:
-            child = frontier.pop(0)
-            found.append(child)
-            frontier.extend(self.records[child].children)
-        return found
+    def on_turn_finished(self, listener: TurnListener) -> Callable[[], None]:
+        """Call ``listener(thread_id, end)`` after every turn's closing unit has committed.
+
+        Listeners must not block or raise (one that raises is logged and removed). Returns
+        a function that removes the listener.
+        """
+        self._turn_listeners.append(listener)
+        return lambda: self._turn_listeners.remove(listener) if listener in self._turn_listeners else None
+
+    def _turn_finished(self, thread_id: str, end: TurnEnd) -> None:
+        for listener in list(self._turn_listeners):
+            try:
+                listener(thread_id, end)
+            except Exception:
+                log.exception("turn listener failed; removing it", thread_id=thread_id)
+                self._turn_listeners.remove(listener)
+
+    # ---- the thread tree (ThreadTree, for the actors) --------------------------------
+
+    def build_config(self, params: Mapping[str, Any]) -> ThreadConfig:
+        return new_config(
+            params, default_model=self.default_model, default_tools=default_tool_names(self.services.builtins), known_tools=self.services.builtins
+        )
 
     def depth(self, thread_id: str) -> int:
-        depth, record = 0, self.records[thread_id]
-        while record.parent is not None and record.parent in self.records:
-            depth, record = depth + 1, self.records[record.parent]
+        depth, core = 0, self.records[thread_id].core
+        while core.parent is not None and core.parent in self.records:
+            depth, core = depth + 1, self.records[core.parent].core
         return depth
 
-    async def kill(self, thread_id: str) -> dict[str, Any]:
-        """Kill a thread and every descendant (parent first, so it cannot spawn meanwhile)."""
-        record = self.record(thread_id)
-        if record.state.value == "killed":
-            raise InvalidState(f"thread {thread_id} is killed")
-        killed = []
-        for target in [thread_id, *self.descendants(thread_id)]:
-            if self.records[target].state.value == "killed":
-                continue
-            reason = "killed" if target == thread_id else f"ancestor {thread_id} was killed"
-            try:
-                await self.call(target, "kill", reason=reason)
-            except InvalidState:
-                continue
-            killed.append(target)
-        return {"thread_id": thread_id, "killed": killed, "state": record.state.value}
+    def check_room_for_child(self, parent_id: str) -> None:
+        depth = self.depth(parent_id) + 1
+        if depth > self.tuning.max_depth:
+            raise InvalidState(f"a child of {parent_id} would be {depth} levels deep; the limit is max_depth={self.tuning.max_depth}")
+        live = [child for child in self.records[parent_id].core.children if self.records[child].core.alive]
+        if len(live) >= self.tuning.max_children:
+            raise InvalidState(f"thread {parent_id} has {len(live)} live children; the limit is max_children={self.tuning.max_children}")
 
-    def turn_finished(self, record: ThreadRecord, outcome: Any) -> None:
-        """Hook for a finished turn (sub-agent notifications attach here)."""
+    def register_thread(self, config: ThreadConfig, parent: str | None) -> tuple[ThreadRecord, Unit]:
+        if self._closing:
+            raise Unavailable("the daemon is shutting down: no new threads")
+        thread_id = new_thread_id()
+        core = ThreadCore(thread_id, parent=parent, created_at=time.time(), state=ThreadState.IDLE, config=config)
+        record = ThreadRecord(core, ThreadLog(thread_id, self.store.writer, 0))
+        self.records[thread_id] = record
+        unit = record.log.emit_one("thread.created", {"thread": record.to_object()}, ops.upsert_thread(core.to_row()))
+        return record, unit
+
+    async def create_thread(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``thread.create``: a child through its parent's actor, a root directly."""
+        parent = params.get("parent")
+        if parent is not None:
+            self.record(parent)
+            result: dict[str, Any] = await self.call(parent, "adopt_child", params=dict(params))
+            return result
+        config = self.build_config(params)
+        await self.store.writer.wait_room()
+        record, unit = self.register_thread(config, None)
+        await unit.wait()
+        return record.to_object()
+
+    async def kill(self, thread_id: str) -> dict[str, Any]:
+        """Kill a thread and every descendant; returns the ids killed now."""
+        record = self.record(thread_id)
+        if not record.core.alive:
+            raise InvalidState(f"thread {thread_id} is killed")
+        killed: list[str] = []
+        await self._kill_tree(thread_id, "killed", killed, thread_id)
+        return {"thread_id": thread_id, "killed": killed, "state": record.core.state.value}
+
+    async def _kill_tree(self, thread_id: str, reason: str, killed: list[str], root: str) -> None:
+        """Kill ``thread_id``; once it is killed it takes no new children, so its list of
+        children is final and each subtree is killed the same way, in parallel."""
+        record = self.records[thread_id]
+        if record.core.alive:
+            try:
+                await self.call(thread_id, "kill", reason=reason)
+                killed.append(thread_id)
+            except InvalidState:
+                pass  # killed meanwhile
+            except EchsError as exc:
+                log.error("cannot kill thread", thread_id=thread_id, error=exc.message)
+        children = list(self.records[thread_id].core.children)
+        if children:
+            async with trio.open_nursery() as nursery:
+                for child in children:
+                    nursery.start_soon(self._kill_tree, child, f"ancestor {root} was killed", killed, root)
 
     # ---- shutdown --------------------------------------------------------------------
 
@@ -189,4 +268,3 @@ class Supervisor:
                 await request.reply.wait(timeout_s)
         except (trio.TooSlowError, Timeout, Exception) as exc:
             log.warning("thread did not stop in time", thread_id=record.thread_id, error=repr(exc))
-

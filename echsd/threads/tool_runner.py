@@ -10,94 +10,71 @@ not JSON, a tool that raises or times out) becomes that call's output; the loop 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
 from echsd.logs import get_logger
 from echsd.threads.history import function_call_output
+from echsd.threads.host import TurnHost
 from echsd.tools.args import check_arguments, parse_arguments
-from echsd.tools.base import ToolContext, ToolError, ToolResult
-
-if TYPE_CHECKING:
-    from echsd.threads.actor import ThreadActor
-    from echsd.threads.turn import Turn
+from echsd.tools.base import ToolError, ToolResult
 
 log = get_logger(__name__)
 
 TIMEOUT_GRACE_S = 5.0  # the runtime's own limit, past the tool's (tools enforce theirs first)
 
 
-async def run_tool_calls(actor: "ThreadActor", turn: "Turn", calls: list[dict[str, Any]]) -> None:
-    parallel = len(calls) > 1 and all(
-        actor.tools[call.get("name", "")].spec.parallel_safe
-        for call in calls
-        if call.get("name") in actor.tools
-    )
-    if parallel:
+async def run_tool_calls(host: TurnHost, calls: list[dict[str, Any]]) -> None:
+    tools = [host.tools.get(str(call.get("name", ""))) for call in calls]
+    if len(calls) > 1 and all(tool is None or tool.spec.parallel_safe for tool in tools):
         async with trio.open_nursery() as nursery:
             for call in calls:
-                nursery.start_soon(_run_one, actor, turn, call)
+                nursery.start_soon(_run_one, host, call)
     else:
         for call in calls:
-            await _run_one(actor, turn, call)
+            await _run_one(host, call)
 
 
-async def _run_one(actor: "ThreadActor", turn: "Turn", call: dict[str, Any]) -> None:
+async def _run_one(host: TurnHost, call: dict[str, Any]) -> None:
     name = str(call.get("name", ""))
     call_id = str(call.get("call_id", ""))
     raw_arguments = call.get("arguments", call.get("input", ""))
-    await actor.log.ready()
-    actor.log.emit_one(
-        "tool.started",
-        {"turn_id": turn.turn_id, "call_id": call_id, "name": name, "arguments": _display_arguments(raw_arguments)},
+    turn_id = host.turn_id
+    await host.emit(
+        "tool.started", {"turn_id": turn_id, "call_id": call_id, "name": name, "arguments": _display_arguments(raw_arguments)}
     )
     started = time.monotonic()
-    result = await _invoke(actor, turn, name, call_id, raw_arguments)
-    duration_ms = round((time.monotonic() - started) * 1000, 3)
-    output_item = function_call_output(call_id, result.output, call.get("type", "function_call"))
+    result = await _invoke(host, name, call_id, raw_arguments)
     completed = {
-        "turn_id": turn.turn_id,
+        "turn_id": turn_id,
         "call_id": call_id,
         "name": name,
         "ok": result.ok,
         "output": result.output,
-        "duration_ms": duration_ms,
+        "duration_ms": round((time.monotonic() - started) * 1000, 3),
         **result.meta,
     }
-    await actor.append_items([output_item], turn.turn_id, before=[("tool.completed", completed)])
+    output_item = function_call_output(call_id, result.output, call.get("type", "function_call"))
+    await host.append_items([output_item], before=[("tool.completed", completed)])
 
 
-async def _invoke(actor: "ThreadActor", turn: "Turn", name: str, call_id: str, raw_arguments: Any) -> ToolResult:
-    config = actor.record.config
-    tool = actor.tools.get(name) if name in config.tools else None
+async def _invoke(host: TurnHost, name: str, call_id: str, raw_arguments: Any) -> ToolResult:
+    enabled = host.config.tools
+    tool = host.tools.get(name) if name in enabled else None
     if tool is None:
-        available = ", ".join(config.tools) or "none"
+        available = ", ".join(enabled) or "none"
         return ToolResult(f"error: unknown tool {name!r}; available tools: {available}", ok=False)
-    timeout_s = actor.tuning.tool_timeout_s
-
-    async def emit_output(stream: str, chunk: str) -> None:
-        await actor.log.ready()
-        actor.log.emit_one("tool.output", {"turn_id": turn.turn_id, "call_id": call_id, "stream": stream, "chunk": chunk})
-
-    context = ToolContext(
-        thread_id=actor.thread_id,
-        turn_id=turn.turn_id,
-        call_id=call_id,
-        cwd=actor.cwd_path(),
-        emit_output=emit_output,
-        timeout_s=timeout_s,
-        services=actor.services.tool_services,
-    )
+    context = host.tool_context(call_id)
     try:
         args = check_arguments(parse_arguments(raw_arguments), tool.spec.parameters)
-        with trio.move_on_after(timeout_s + TIMEOUT_GRACE_S) as timer:
+        with trio.move_on_after(context.timeout_s + TIMEOUT_GRACE_S):
             return await tool.run(args, context)
-        return ToolResult(f"error: tool {name} timed out after {timeout_s:g} s", ok=False)
+        return ToolResult(f"error: tool {name} timed out after {context.timeout_s:g} s", ok=False)
     except ToolError as exc:
         return ToolResult(f"error: {exc}", ok=False)
     except Exception as exc:
-        log.exception("tool crashed", thread_id=actor.thread_id, tool=name, call_id=call_id)
+        log.exception("tool crashed", thread_id=host.thread_id, tool=name, call_id=call_id)
         return ToolResult(f"error: tool {name} crashed: {type(exc).__name__}: {exc}", ok=False)
 
 

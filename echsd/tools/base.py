@@ -1,6 +1,7 @@
 """What a tool is: a spec the model sees, and an async ``run`` given parsed arguments.
 
-A tool gets a small ``ToolContext`` (thread, cwd, a way to report progress) and returns
+A tool gets a small ``ToolContext`` (thread, cwd, a way to report progress, and the
+thread's capabilities: see ``capabilities.py``) and returns
 a ``ToolResult``. It never reaches into a worker's state. Errors a tool raises become the
 call's output text (the turn goes on); cancellation (interrupt) propagates untouched.
 """
@@ -9,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Protocol
+
+from echsd.tools.capabilities import OutputSink, ThreadCapabilities
 
 
 @dataclass(frozen=True)
@@ -37,10 +40,7 @@ class ToolResult:
     meta: dict[str, Any] = field(default_factory=dict)  # e.g. exit_code, shown in tool.completed
 
 
-OutputSink = Callable[[str, str], Awaitable[None]]  # (stream, chunk) -> emitted as tool.output
-
-
-@dataclass
+@dataclass(frozen=True, slots=True)
 class ToolContext:
     thread_id: str
     turn_id: str
@@ -48,7 +48,7 @@ class ToolContext:
     cwd: Path
     emit_output: OutputSink
     timeout_s: float
-    services: Any = None  # thread services for agent/blackboard tools (set by the runtime)
+    caps: ThreadCapabilities = field(default_factory=ThreadCapabilities)
 
 
 class Tool(Protocol):

@@ -1,6 +1,14 @@
-"""The built-in tools by name: what a thread's ``tools`` config may list."""
+"""Which tools exist: the daemon's built-ins, and each thread's registry on top of them.
+
+A thread's ``tools`` config names the tools its model is offered; the names it may list are
+those of its registry: the built-ins shared by every thread plus tools added to that thread
+at run time (e.g. remote tools a connected client registered). Config validation and the
+tool loop both ask the registry, so they can never disagree.
+"""
 
 from __future__ import annotations
+
+from typing import Iterable, Mapping
 
 from echsd.tools.base import Tool
 from echsd.tools.exec_command import ExecCommand
@@ -11,5 +19,37 @@ def builtin_tools() -> dict[str, Tool]:
     return {tool.spec.name: tool for tool in tools}
 
 
-def default_tool_names(tools: dict[str, Tool]) -> tuple[str, ...]:
+def default_tool_names(tools: Mapping[str, Tool]) -> tuple[str, ...]:
     return tuple(tools)
+
+
+class ToolRegistry:
+    """One thread's tools: shared built-ins, then the thread's own (which may shadow none)."""
+
+    def __init__(self, builtins: Mapping[str, Tool]) -> None:
+        self._builtins = builtins
+        self._own: dict[str, Tool] = {}
+
+    def get(self, name: str) -> Tool | None:
+        return self._own.get(name) or self._builtins.get(name)
+
+    def names(self) -> list[str]:
+        return [*self._builtins, *(name for name in self._own if name not in self._builtins)]
+
+    def add(self, tool: Tool) -> None:
+        name = tool.spec.name
+        if name in self._builtins or name in self._own:
+            raise ValueError(f"a tool named {name!r} exists already")
+        self._own[name] = tool
+
+    def remove(self, name: str) -> Tool | None:
+        return self._own.pop(name, None)
+
+    def enabled(self, names: Iterable[str]) -> list[Tool]:
+        """The tools of ``names`` that exist, in that order (the model's tool list)."""
+        found = []
+        for name in names:
+            tool = self.get(name)
+            if tool is not None:
+                found.append(tool)
+        return found

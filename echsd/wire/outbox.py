@@ -26,6 +26,8 @@ replay, concatenated): it is counted, dropped and batched as that many events.
 from __future__ import annotations
 
 from collections import deque
+
+from echsd.events import gap_envelope
 from echsd.wire.codec import encode_batch, packb
 
 DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
@@ -149,12 +151,4 @@ class Outbox:
 
 
 def _gap(thread_id: str, from_seq: int, to_seq: int, ts: float) -> bytes:
-    return packb(
-        {
-            "event": "events.gap",
-            "thread_id": thread_id,
-            "seq": from_seq - 1,
-            "ts": ts,
-            "data": {"from_seq": from_seq, "to_seq": to_seq, "reason": "backpressure"},
-        }
-    )
+    return packb(gap_envelope(thread_id, from_seq, to_seq, "backpressure", ts))

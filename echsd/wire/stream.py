@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from echsd.events import gap_envelope
 from echsd.wire.errors import ConnectionLost, WireError
 
 if TYPE_CHECKING:
@@ -31,11 +32,6 @@ if TYPE_CHECKING:
 ALL = "*"
 MAX_QUEUED = 100_000  # events held for a consumer that has not caught up
 PAGE = 1000
-
-
-def _gap(thread_id: str, from_seq: int, to_seq: int, reason: str) -> dict[str, Any]:
-    data = {"from_seq": from_seq, "to_seq": to_seq, "reason": reason}
-    return {"event": "events.gap", "thread_id": thread_id, "seq": from_seq - 1, "ts": 0.0, "data": data}
 
 
 def _span(event: dict[str, Any]) -> tuple[int, int]:
@@ -77,7 +73,7 @@ class EventStream:
             span[0], span[1] = min(span[0], first), max(span[1], last)
         self._queue.clear()
         for thread_id, (first, last) in spans.items():
-            self._queue.append(_gap(thread_id, first, last, "backpressure"))
+            self._queue.append(gap_envelope(thread_id, first, last, "backpressure"))
 
     def _wake(self) -> None:
         self._wakeup.set()

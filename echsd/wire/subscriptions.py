@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 import orjson
-
 import trio
 
 from echsd.events import Event
@@ -21,7 +20,7 @@ from echsd.logs import get_logger
 from echsd.store import Gap, Store, queries
 from echsd.store.queries import EventRow
 from echsd.threads.hub import EventHub, Listening
-from echsd.threads.service import ThreadService, gap_envelope
+from echsd.threads.service import ThreadService
 from echsd.wire.codec import packb
 from echsd.wire.follow import ALL, Follow
 from echsd.wire.outbox import Outbox
@@ -190,7 +189,7 @@ def encode_page(entries: list[EventRow | Gap]) -> EncodedPage | None:
     parts = []
     for entry in entries:
         if isinstance(entry, Gap):
-            parts.append(packb(gap_envelope(entry)))
+            parts.append(packb(entry.envelope()))
         else:
             parts.append(packb(Event(entry[0], entry[1], entry[2], entry[3], orjson.loads(entry[4])).envelope()))
     first, last = entries[0], entries[-1]

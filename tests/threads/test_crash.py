@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import trio
 
-from echsd.threads import control
+from echsd.threads.core import ThreadCore
 from echsd.tools.base import ToolContext, ToolResult, ToolSpec
 from tests.helpers import Watch, check_thread_invariants, mock_directive
 
@@ -20,7 +20,7 @@ class ExplodingTool:
 
 
 async def test_crashing_tool_becomes_output(daemon: Any, workdir: Any) -> None:
-    daemon.service.supervisor.services.tools["explode"] = ExplodingTool()
+    daemon.service.supervisor.services.builtins["explode"] = ExplodingTool()  # type: ignore[index]
     tid = (await daemon.service.create(cwd=str(workdir), tools="+explode"))["thread_id"]
     async with Watch(daemon, tid) as watch:
         await daemon.service.send(tid, mock_directive([{"calls": [{"name": "explode", "arguments": {}}]}, {"text": "fine"}]))
@@ -32,16 +32,16 @@ async def test_crashing_tool_becomes_output(daemon: Any, workdir: Any) -> None:
 
 
 async def test_worker_crash_is_contained_and_restarted(daemon: Any, workdir: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_finish = control.finish_turn
+    real_finish = ThreadCore.finish_turn
     crashes = {"left": 1}
 
-    async def finish_or_crash(actor: Any, turn: Any, outcome: Any) -> None:
+    def finish_or_crash(core: ThreadCore, status: str, error: Any = None) -> Any:
         if crashes["left"]:
             crashes["left"] -= 1
             raise RuntimeError("injected worker crash")
-        await real_finish(actor, turn, outcome)
+        return real_finish(core, status, error)
 
-    monkeypatch.setattr(control, "finish_turn", finish_or_crash)
+    monkeypatch.setattr(ThreadCore, "finish_turn", finish_or_crash)
     victim = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
     bystander = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
     call = {"name": "exec_command", "arguments": {"cmd": "echo hi"}}
@@ -72,15 +72,15 @@ async def test_worker_that_keeps_crashing_is_given_up(
     (state / "config.toml").write_text("[tuning]\nrestart_limit = 2\n")
     daemon = Daemon(make_settings(state, mock_upstream.base_url))
     await nursery.start(daemon.run)
-    real_finish = control.finish_turn
+    real_finish = ThreadCore.finish_turn
     doomed: set[str] = set()
 
-    async def crash_for_doomed(actor: Any, turn: Any, outcome: Any) -> None:
-        if actor.thread_id in doomed:
+    def crash_for_doomed(core: ThreadCore, status: str, error: Any = None) -> Any:
+        if core.thread_id in doomed:
             raise RuntimeError("always crashing")
-        await real_finish(actor, turn, outcome)
+        return real_finish(core, status, error)
 
-    monkeypatch.setattr(control, "finish_turn", crash_for_doomed)
+    monkeypatch.setattr(ThreadCore, "finish_turn", crash_for_doomed)
     victim = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
     doomed.add(victim)
     async with Watch(daemon, victim) as watch:

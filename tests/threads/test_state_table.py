@@ -35,7 +35,7 @@ def test_killed_is_final() -> None:
 
 
 @pytest.mark.parametrize(
-    ("state", "mode", "accepting", "queue_empty", "expected"),
+    ("state", "mode", "accepting", "nothing_ahead", "expected"),
     [
         (ThreadState.IDLE, InputMode.SEND, True, True, Disposition.STARTED),
         (ThreadState.IDLE, InputMode.QUEUE, True, True, Disposition.STARTED),
@@ -49,8 +49,8 @@ def test_killed_is_final() -> None:
         (ThreadState.PAUSED, InputMode.SEND, True, True, Disposition.QUEUED),
     ],
 )
-def test_input_dispositions(state, mode, accepting, queue_empty, expected) -> None:  # type: ignore[no-untyped-def]
-    assert input_disposition(state, mode, steer_accepted=accepting, queue_empty=queue_empty) is expected
+def test_input_dispositions(state, mode, accepting, nothing_ahead, expected) -> None:  # type: ignore[no-untyped-def]
+    assert input_disposition(state, mode, steer_accepted=accepting, nothing_ahead=nothing_ahead) is expected
 
 
 def test_parse_mode() -> None:

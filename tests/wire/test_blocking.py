@@ -15,20 +15,23 @@ from echsd.wire.client import WireError
 async def test_requests_and_errors(wired: Any) -> None:
     state = str(wired.settings.state_dir)
 
-    def session() -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    def session() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
         with blocking_connect(state_dir=state) as client:
             status = drive(client.status())
             thread = drive(client.create_thread(cwd=state))
+            after = drive(client.status())
             listed = drive(client.list_threads())
             with pytest.raises(WireError) as missing:
                 drive(client.get_thread("thr_0000000000000000"))
             assert missing.value.code == "not_found"
             history = drive(client.history(thread["thread_id"]))  # large answers arrive whole
             assert history == []
-        return status, thread, listed
+        return status, after, thread, listed
 
-    status, thread, listed = await trio.to_thread.run_sync(session)
-    assert status["version"] and status["threads"]["total"] >= 0
+    status, after, thread, listed = await trio.to_thread.run_sync(session)
+    assert status["version"] == after["version"]
+    assert after["threads"]["total"] == status["threads"]["total"] + 1
+    assert after["threads"]["idle"] == status["threads"]["idle"] + 1
     assert thread["thread_id"] in [t["thread_id"] for t in listed]
 
 

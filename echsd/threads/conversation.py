@@ -1,0 +1,91 @@
+"""A thread's Responses history, as the thread core keeps it (sans-IO).
+
+Part of the core: only ``ThreadCore`` calls it. Every change goes into the ``Effects`` it is
+given: appended items with their ``item.completed`` events and rows, a compacted history
+with ``thread.compacted``. A compaction reserves the history with a token; cancelling it
+makes its late result count for nothing, so an interrupted compaction changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from echsd.errors import Conflict, InvalidState
+from echsd.store import ops
+from echsd.threads.effects import Effects
+from echsd.threads.history import last_assistant_text, repair
+
+REPAIR_REASONS = {
+    "interrupt": "the turn was interrupted before this call finished",
+    "pause": "the thread was paused before this call finished",
+    "kill": "the thread was killed before this call finished",
+    "shutdown": "the daemon shut down before this call finished",
+    "restart": "the daemon restarted before this call finished",
+    "crash": "the thread worker crashed before this call finished",
+    "error": "the turn ended in an error before this call finished",
+}
+
+
+class Conversation:
+    __slots__ = ("thread_id", "items", "compaction", "_compactions")
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        self.items: list[dict[str, Any]] | None = None  # None until the thread is loaded
+        self.compaction: int | None = None  # the token of the compaction in progress
+        self._compactions = 0
+
+    def load(self, items: Sequence[dict[str, Any]]) -> None:
+        self.items = list(items)
+
+    def append(self, fx: Effects, items: Sequence[dict[str, Any]], turn_id: str | None) -> str:
+        """The one way into history: items, their ``item.completed`` events, their rows.
+
+        Returns the text of the last assistant message among ``items`` ("" if none).
+        """
+        if not items:
+            return ""
+        history = self._loaded()
+        start = len(history)
+        history.extend(items)
+        for item in items:
+            fx.emit("item.completed", {"turn_id": turn_id, "item": item})
+        fx.statements.append(ops.append_items(self.thread_id, start, list(items), turn_id))
+        return last_assistant_text(items)
+
+    def repair(self, fx: Effects, reason: str, turn_id: str) -> None:
+        """Give every dangling call an output saying why it has no real result."""
+        self.append(fx, repair(self._loaded(), REPAIR_REASONS.get(reason, reason)), turn_id)
+
+    def begin_compaction(self) -> tuple[int, list[dict[str, Any]]]:
+        if self.compaction is not None:
+            raise Conflict("a compaction is already running")
+        if not self.items:
+            raise InvalidState("nothing to compact: the history is empty")
+        self._compactions += 1
+        self.compaction = self._compactions
+        return self.compaction, list(self.items)
+
+    def finish_compaction(self, token: int, replacement: Sequence[dict[str, Any]], reason: str) -> Effects | None:
+        if self.compaction != token:
+            return None
+        self.compaction = None
+        before = len(self._loaded())
+        self.items = list(replacement)
+        fx = Effects()
+        fx.emit("thread.compacted", {"items_before": before, "items_after": len(self.items), "reason": reason})
+        fx.statements.append(ops.replace_items(self.thread_id, list(self.items)))
+        return fx
+
+    def cancel_compaction(self) -> bool:
+        cancelled, self.compaction = self.compaction is not None, None
+        return cancelled
+
+    def abort_compaction(self, token: int) -> None:
+        if self.compaction == token:
+            self.compaction = None
+
+    def _loaded(self) -> list[dict[str, Any]]:
+        if self.items is None:
+            raise InvalidState(f"thread {self.thread_id} is not loaded")
+        return self.items

@@ -1,0 +1,390 @@
+"""The thread core: one object owns a thread's state and makes every decision about it.
+
+Rules of this module (after h11's ``_state.py``): everything that changes a thread's state
+(its state, config, usage, history, queue, steering, the running turn's bookkeeping, a
+compaction in progress, its children) lives here and nowhere else. Nothing here awaits or
+does IO: a method checks, mutates memory and returns ``Effects`` (the events and store
+statements of one atomic unit, plus what the IO shell must do next). Whether a transition
+is legal is decided by the tables in ``state.py``; an illegal one raises.
+
+Theory of operation
+-------------------
+The actor (``actor.py``) is the IO shell: it waits for the store writer to have room, calls
+one core method, and submits the returned unit with no checkpoint in between, so decisions
+are never interleaved. Then it acts on the effects: start the turn task, cancel a turn or a
+compaction, answer replies parked until a turn's end. A turn ended from outside (interrupt,
+pause, kill, shutdown) is only *marked* here (``end_reason``); the turn task notices the
+cancellation and calls ``finish_turn``, which writes everything that closes the turn in one
+unit: outputs for dangling calls, usage, the terminal event, the thread's new state.
+
+``queued`` is derived from the queue. Before the actor has loaded the thread (histories
+load lazily), the core holds only the thread row and the number of inputs waiting. The
+inputs themselves are kept by ``InputQueue`` and the history by ``Conversation``: parts
+of the core that only it calls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from echsd.errors import Conflict, InvalidState
+from echsd.ids import new_input_id, new_turn_id
+from echsd.store import InputRow, ThreadRow, ops
+from echsd.threads.config import ThreadConfig, reconfigure
+from echsd.threads.control import ControlDecisions
+from echsd.threads.conversation import Conversation
+from echsd.threads.effects import (
+    USAGE_KEYS,
+    Effects,
+    TurnEnd,
+    TurnState,
+    empty_usage,
+)
+from echsd.threads.inputqueue import InputQueue
+from echsd.threads.inputs import PendingInput
+from echsd.threads.state import (
+    Disposition,
+    InputMode,
+    ThreadState,
+    Trigger,
+    input_disposition,
+    transition,
+)
+
+
+class ThreadCore(ControlDecisions):
+    __slots__ = (
+        "_kill_reason",
+        "_new_turn_id",
+        "active_turn",
+        "children",
+        "config",
+        "conversation",
+        "created_at",
+        "extra",
+        "inputs",
+        "parent",
+        "state",
+        "stopping",
+        "thread_id",
+        "turn",
+        "usage",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        thread_id: str,
+        *,
+        parent: str | None,
+        created_at: float,
+        state: ThreadState,
+        config: ThreadConfig,
+        usage: dict[str, int] | None = None,
+        active_turn: str | None = None,
+        extra: dict[str, Any] | None = None,
+        children: Iterable[str] = (),
+        pending_inputs: int = 0,
+        new_turn_id: Callable[[], str] = new_turn_id,
+    ) -> None:
+        self.thread_id = thread_id
+        self.parent = parent
+        self.created_at = created_at
+        self.state = state
+        self.config = config
+        self.usage: dict[str, int] = empty_usage() | {"turns": 0} | dict(usage or {})
+        self.active_turn = active_turn
+        self.extra: dict[str, Any] = dict(extra or {})
+        self.children: list[str] = list(children)
+        self.conversation = Conversation(thread_id)  # its items load when the actor starts
+        self.inputs = InputQueue(thread_id, pending_inputs)
+        self.turn: TurnState | None = None
+        self.stopping = False  # the daemon is shutting down: no new turn
+        self._kill_reason = "killed"
+        self._new_turn_id = new_turn_id
+
+    @classmethod
+    def from_row(cls, row: ThreadRow, *, pending_inputs: int = 0, children: Iterable[str] = ()) -> ThreadCore:
+        return cls(
+            row.thread_id,
+            parent=row.parent,
+            created_at=row.created_at,
+            state=ThreadState(row.state),
+            config=ThreadConfig.from_dict(row.config),
+            usage=row.usage,
+            active_turn=row.active_turn,
+            extra=row.extra,
+            children=children,
+            pending_inputs=pending_inputs,
+        )
+
+    # ---- reads ---------------------------------------------------------------------------
+
+    @property
+    def history(self) -> list[dict[str, Any]] | None:
+        """The items as sent to the model (None until loaded). Read only."""
+        return self.conversation.items
+
+    @property
+    def compaction(self) -> int | None:
+        return self.conversation.compaction
+
+    @property
+    def queued(self) -> int:
+        return len(self.inputs)
+
+    @property
+    def has_steers(self) -> bool:
+        return bool(self.inputs.steering)
+
+    @property
+    def alive(self) -> bool:
+        return self.state is not ThreadState.KILLED
+
+    def to_row(self) -> ThreadRow:
+        return ThreadRow(
+            thread_id=self.thread_id,
+            parent=self.parent,
+            created_at=self.created_at,
+            state=self.state.value,
+            config=self.config.to_dict(),
+            usage=dict(self.usage),
+            active_turn=self.active_turn,
+            extra=dict(self.extra),
+            updated_at=time.time(),
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        """The thread object of CONTRACT.md 2.5 (the shell adds ``last_seq``)."""
+        data = {
+            "thread_id": self.thread_id,
+            "state": self.state.value,
+            "parent": self.parent,
+            "children": list(self.children),
+            "config": self.config.to_dict(),
+            "queued": self.queued,
+            "usage": dict(self.usage),
+            "created_at": self.created_at,
+            "active_turn": self.active_turn,
+        }
+        if self.compaction is not None:
+            data["compacting"] = True
+        return data
+
+    def previous_ack(self, client_msg_id: str) -> dict[str, Any] | None:
+        return self.inputs.previous_ack(client_msg_id)
+
+    def remember_ack(self, client_msg_id: str, ack: dict[str, Any]) -> None:
+        self.inputs.remember_ack(client_msg_id, ack)
+
+    # ---- loading -------------------------------------------------------------------------
+
+    def recover(self, items: list[dict[str, Any]], inputs: Sequence[InputRow], crashed: str | None = None) -> Effects:
+        """Take the stored history and waiting inputs; close a turn a crash left open.
+
+        ``inputs`` are the rows still ``queued`` or ``steering`` (see ``InputQueue.load``).
+        ``crashed`` describes a worker crash (else the daemon restarted).
+        """
+        fx = Effects()
+        self.conversation.load(items)
+        self.inputs.load(fx, inputs)
+        turn_id, self.active_turn = self.active_turn, None
+        previous = self.state
+        if self.state is ThreadState.RUNNING:
+            self.state = transition(self.state, Trigger.RECOVER)
+        if turn_id is not None:
+            self.conversation.repair(fx, "crash" if crashed is not None else "restart", turn_id)
+            if crashed is not None:
+                fx.emit("turn.error", {"turn_id": turn_id, "error": {"code": "internal", "message": f"the thread worker crashed: {crashed}"}})
+            else:
+                fx.emit("turn.interrupted", {"turn_id": turn_id, "reason": "restart"})
+            fx.emit("thread.state", {"state": self.state.value})
+        if turn_id is not None or self.state is not previous:
+            fx.statements.append(ops.upsert_thread(self.to_row()))
+        return fx
+
+    # ---- input ---------------------------------------------------------------------------
+
+    def receive_input(
+        self, text: str, mode: InputMode, client_msg_id: str | None = None, input_id: str | None = None
+    ) -> tuple[dict[str, Any], Effects]:
+        """An input arrives: it starts a turn, waits in the queue or steers the running turn."""
+        self.check_alive()
+        disposition = input_disposition(
+            self.state,
+            mode,
+            steer_accepted=self.turn is not None and self.turn.accepting_steer,
+            nothing_ahead=not self.inputs and self.compaction is None and not self.stopping,
+        )
+        pending = PendingInput(
+            input_id=input_id or new_input_id(),
+            thread_id=self.thread_id,
+            text=text,
+            mode=mode,
+            disposition=disposition,
+            client_msg_id=client_msg_id,
+        )
+        if disposition is Disposition.STARTED:
+            fx = self._start_turn([pending])
+        elif disposition is Disposition.QUEUED:
+            fx = Effects()
+            self.inputs.append(fx, pending)
+        else:
+            fx = Effects()
+            self.inputs.steer(fx, pending)
+        ack = pending.ack()
+        if client_msg_id is not None:
+            self.remember_ack(client_msg_id, ack)
+        return ack, fx
+
+    def next_turn(self) -> Effects | None:
+        """Start a turn for the head of the queue, if the thread can take one now."""
+        if self.stopping or self.turn is not None or self.compaction is not None:
+            return None
+        if self.state is not ThreadState.IDLE:
+            return None
+        pending = self.inputs.popleft()
+        return self._start_turn([pending]) if pending is not None else None
+
+    # ---- the running turn ----------------------------------------------------------------
+
+    def append_items(self, items: Sequence[dict[str, Any]], before: Sequence[tuple[str, dict[str, Any]]] = ()) -> Effects:
+        """Items join the history (with ``item.completed`` each), after ``before`` events."""
+        fx = Effects(events=list(before))
+        self._append(fx, items, self.turn.turn_id if self.turn is not None else None)
+        return fx
+
+    def deliver_steers(self) -> Effects | None:
+        """Steered inputs join the running turn (at a safe boundary: before a model request)."""
+        turn = self._running_turn()
+        pending = self.inputs.take_steers()
+        if not pending:
+            return None
+        fx = Effects()
+        self._deliver(fx, pending, turn.turn_id)
+        return fx
+
+    def settle(self) -> bool:
+        """The model stopped calling tools: True if steers wait (the turn goes on), else the
+        turn stops taking steers (later ones queue for the next turn)."""
+        turn = self._running_turn()
+        if self.inputs.steering:
+            return True
+        turn.accepting_steer = False
+        return False
+
+    def add_usage(self, usage: dict[str, int]) -> None:
+        turn = self._running_turn()
+        for key in USAGE_KEYS:
+            turn.usage[key] += int(usage.get(key, 0))
+
+    def finish_turn(self, status: str, error: dict[str, str] | None = None) -> Effects:
+        """Close the running turn: ``status`` is how the loop ended (completed | error);
+        a turn ended from outside is ``interrupted`` whatever the loop saw."""
+        turn = self._running_turn()
+        reason = turn.end_reason
+        if reason is not None:
+            status, error = "interrupted", None
+        fx = Effects()
+        if status != "completed":
+            self.conversation.repair(fx, reason if reason is not None else "error", turn.turn_id)
+        for key in USAGE_KEYS:
+            self.usage[key] = self.usage.get(key, 0) + turn.usage[key]
+        fx.emit("turn.usage", {"turn_id": turn.turn_id, **turn.usage})
+        if status == "completed":
+            fx.emit("turn.completed", {"turn_id": turn.turn_id, "final_text": turn.final_text})
+        elif status == "interrupted":
+            fx.emit("turn.interrupted", {"turn_id": turn.turn_id, "reason": reason})
+        else:
+            fx.emit("turn.error", {"turn_id": turn.turn_id, "error": error})
+        self.turn = None
+        self.active_turn = None
+        if reason == "kill":
+            self._become_killed(fx, Trigger.KILL)
+        else:
+            self.inputs.requeue_steers(fx)
+            self.state = transition(self.state, Trigger.TURN_END_PAUSED if reason == "pause" else Trigger.TURN_END)
+            fx.emit("thread.state", {"state": self.state.value})
+        fx.statements.append(ops.upsert_thread(self.to_row()))
+        fx.turn_end = TurnEnd(turn.turn_id, status, reason, error, turn.final_text, self.state.value)
+        return fx
+
+    def configure(self, changes: Any, known_tools: Iterable[str]) -> Effects:
+        """Hot swap: a running turn uses the new config from its next model request."""
+        self.check_alive()
+        updated, changed = reconfigure(self.config, changes, known_tools)
+        self.config = updated
+        fx = Effects()
+        fx.emit("thread.configured", {"config": updated.to_dict(), "changed": changed})
+        fx.statements.append(ops.upsert_thread(self.to_row()))
+        return fx
+
+    # ---- compaction ----------------------------------------------------------------------
+
+    def begin_compaction(self) -> tuple[int, list[dict[str, Any]]]:
+        """Reserve the history for a compaction; returns its token and the items to send.
+
+        While it runs, input queues (no turn may change the history under it); interrupt,
+        pause, kill and shutdown cancel it, and its late result is then refused.
+        """
+        self.check_alive()
+        if self.turn is not None:
+            raise Conflict("a turn is running; compact between turns (interrupt or wait)")
+        return self.conversation.begin_compaction()
+
+    def finish_compaction(self, token: int, replacement: Sequence[dict[str, Any]], reason: str = "manual") -> Effects | None:
+        """The compacted history replaces the old one; None if the compaction was cancelled."""
+        return self.conversation.finish_compaction(token, replacement, reason)
+
+    def abort_compaction(self, token: int) -> None:
+        self.conversation.abort_compaction(token)
+
+    # ---- the thread tree -----------------------------------------------------------------
+
+    def check_accepts_children(self) -> None:
+        """Refuse new children once the thread is killed or being killed (or stopping)."""
+        if self.state is ThreadState.KILLED or (self.turn is not None and self.turn.end_reason == "kill"):
+            raise InvalidState(f"thread {self.thread_id} is killed or being killed: it takes no new children")
+        if self.stopping:
+            raise InvalidState("the daemon is shutting down: no new threads")
+
+    def add_child(self, child_id: str) -> None:
+        self.check_accepts_children()
+        self.children.append(child_id)
+
+    # ---- helpers (every mutation below is reached from a public method above) -------------
+
+    def check_alive(self) -> None:
+        if self.state is ThreadState.KILLED:
+            raise InvalidState(f"thread {self.thread_id} is killed")
+
+    def _running_turn(self) -> TurnState:
+        if self.turn is None:
+            raise InvalidState(f"thread {self.thread_id} has no running turn")
+        return self.turn
+
+    def _start_turn(self, inputs: Sequence[PendingInput]) -> Effects:
+        turn = TurnState(turn_id=self._new_turn_id(), input_ids=[p.input_id for p in inputs])
+        self.state = transition(self.state, Trigger.TURN_START)
+        self.active_turn = turn.turn_id
+        self.usage["turns"] = self.usage.get("turns", 0) + 1
+        self.turn = turn
+        fx = Effects(start_turn=turn)
+        fx.emit("thread.state", {"state": self.state.value})
+        fx.emit("turn.started", {"turn_id": turn.turn_id, "input_ids": turn.input_ids})
+        self._deliver(fx, inputs, turn.turn_id)
+        fx.statements.append(ops.upsert_thread(self.to_row()))
+        return fx
+
+    def _deliver(self, fx: Effects, inputs: Sequence[PendingInput], turn_id: str) -> None:
+        for pending in inputs:
+            fx.statements.append(pending.write("delivered", turn_id=turn_id))
+            fx.emit("input.delivered", {"input_id": pending.input_id, "turn_id": turn_id, "mode": pending.mode.value})
+        self._append(fx, [pending.item() for pending in inputs], turn_id)
+
+    def _append(self, fx: Effects, items: Sequence[dict[str, Any]], turn_id: str | None) -> None:
+        text = self.conversation.append(fx, items, turn_id)
+        if text and self.turn is not None and turn_id == self.turn.turn_id:
+            self.turn.final_text = text
+

@@ -1,0 +1,47 @@
+"""What the turn loop and the tool runner may do to their thread: the ``TurnHost`` protocol.
+
+The turn task does not see the actor or the core. It reads the thread's config and history,
+emits transient events (deltas, tool progress), appends items and delivers steers through
+this narrow interface; the actor's implementation (``turnhost.py``) turns each call into a
+core decision committed to the store.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+from echsd.codex import ResponsesClient, Usage
+from echsd.settings import Tuning
+from echsd.threads.config import ThreadConfig
+from echsd.tools.base import ToolContext
+from echsd.tools.registry import ToolRegistry
+
+
+class TurnHost(Protocol):
+    thread_id: str
+    turn_id: str
+    client: ResponsesClient
+    tuning: Tuning
+    tools: ToolRegistry
+
+    @property
+    def config(self) -> ThreadConfig: ...
+
+    @property
+    def history(self) -> Sequence[dict[str, Any]]: ...
+
+    async def emit(self, event_type: str, data: dict[str, Any]) -> None:
+        """A transient event of this turn (a delta, tool progress): logged, changes no state."""
+
+    async def append_items(self, items: Sequence[dict[str, Any]], before: Sequence[tuple[str, dict[str, Any]]] = ()) -> None:
+        """Items join the history (after the ``before`` events), in one store unit."""
+
+    async def deliver_steers(self) -> None:
+        """Steered inputs waiting for this turn join the history now."""
+
+    def settle(self) -> bool:
+        """The model is done: True if steers wait (go on), else the turn takes no more steers."""
+
+    def add_usage(self, usage: Usage) -> None: ...
+
+    def tool_context(self, call_id: str) -> ToolContext: ...

@@ -1,0 +1,40 @@
+"""What every thread actor gets from the daemon, typed: no ``Any`` seams, no patching later.
+
+The supervisor builds ``ActorServices`` with itself as the ``ThreadTree`` (the one authority
+over which threads exist and who their parents are) and its turn-finished callback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Protocol
+
+from echsd.codex import ResponsesClient
+from echsd.settings import Tuning
+from echsd.store import Store, Unit
+from echsd.threads.config import ThreadConfig
+from echsd.threads.effects import TurnEnd
+from echsd.threads.record import ThreadRecord
+from echsd.tools.base import Tool
+
+
+class ThreadTree(Protocol):
+    def build_config(self, params: Mapping[str, Any]) -> ThreadConfig:
+        """A new thread's config from ``thread.create`` params (``BadRequest`` if invalid)."""
+
+    def check_room_for_child(self, parent_id: str) -> None:
+        """Refuse a child beyond the depth or children limits."""
+
+    def register_thread(self, config: ThreadConfig, parent: str | None) -> tuple[ThreadRecord, Unit]:
+        """Create and register a thread now (sync; the writer has room): its record and the
+        unit announcing it (``thread.created``)."""
+
+
+@dataclass(frozen=True)
+class ActorServices:
+    store: Store
+    client: ResponsesClient
+    builtins: Mapping[str, Tool]
+    tuning: Tuning
+    tree: ThreadTree
+    turn_finished: Callable[[str, TurnEnd], None]

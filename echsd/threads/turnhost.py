@@ -1,0 +1,85 @@
+"""The actor's side of ``TurnHost``: each call of the turn loop becomes a committed decision.
+
+Every method that changes the thread waits for room in the store writer first, then asks
+the core and submits its unit with no checkpoint in between (the rule of ``actor.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from echsd.codex import ResponsesClient, Usage
+from echsd.settings import Tuning
+from echsd.store import Unit
+from echsd.threads.config import ThreadConfig
+from echsd.threads.core import ThreadCore
+from echsd.threads.effects import USAGE_KEYS, Effects
+from echsd.threads.eventlog import ThreadLog
+from echsd.tools.base import ToolContext
+from echsd.tools.capabilities import ThreadCapabilities
+from echsd.tools.registry import ToolRegistry
+
+
+@dataclass(eq=False)
+class ActorTurnHost:
+    core: ThreadCore
+    log: ThreadLog
+    commit: Callable[[Effects], Unit]
+    turn_id: str
+    client: ResponsesClient
+    tuning: Tuning
+    tools: ToolRegistry
+    caps: ThreadCapabilities
+
+    @property
+    def thread_id(self) -> str:
+        return self.core.thread_id
+
+    @property
+    def config(self) -> ThreadConfig:
+        return self.core.config
+
+    @property
+    def history(self) -> Sequence[dict[str, Any]]:
+        assert self.core.history is not None
+        return self.core.history
+
+    async def emit(self, event_type: str, data: dict[str, Any]) -> None:
+        await self.log.ready()
+        self.log.emit_one(event_type, data)
+
+    async def append_items(self, items: Sequence[dict[str, Any]], before: Sequence[tuple[str, dict[str, Any]]] = ()) -> None:
+        await self.log.ready()
+        self.commit(self.core.append_items(items, before))
+
+    async def deliver_steers(self) -> None:
+        if not self.core.has_steers:
+            return
+        await self.log.ready()
+        effects = self.core.deliver_steers()
+        if effects is not None:
+            self.commit(effects)
+
+    def settle(self) -> bool:
+        return self.core.settle()
+
+    def add_usage(self, usage: Usage) -> None:
+        self.core.add_usage({key: getattr(usage, key) for key in USAGE_KEYS})
+
+    def tool_context(self, call_id: str) -> ToolContext:
+        turn_id = self.turn_id
+
+        async def emit_output(stream: str, chunk: str) -> None:
+            await self.emit("tool.output", {"turn_id": turn_id, "call_id": call_id, "stream": stream, "chunk": chunk})
+
+        return ToolContext(
+            thread_id=self.thread_id,
+            turn_id=turn_id,
+            call_id=call_id,
+            cwd=Path(self.core.config.cwd),
+            emit_output=emit_output,
+            timeout_s=self.tuning.tool_timeout_s,
+            caps=self.caps,
+        )
