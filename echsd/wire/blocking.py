@@ -127,12 +127,8 @@ class BlockingClient(RequestHelpers):
         while True:
             responses, _events = codec.split_frame(self._next_message())
             for response in responses:
-                if response.get("id") != request_id:
-                    continue
-                if response.get("ok"):
-                    return response.get("result")
-                error = response.get("error") or {}
-                raise WireError(str(error.get("code", "internal")), str(error.get("message", "")))
+                if response.get("id") == request_id:
+                    return codec.response_result(response)
 
     async def request(self, op: str, params: dict[str, Any] | None = None) -> Any:
         """Blocking under an ``async`` signature, so actions run unchanged (see ``drive``)."""

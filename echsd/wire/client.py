@@ -32,6 +32,7 @@ CONNECT_TIMEOUT_S = 5.0
 RECONNECT_TIMEOUT_S = 30.0
 CLOSE_TIMEOUT_S = 1.0
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024  # what we accept from the daemon (batches can be big)
+DIRECT_BUFFER = 1000  # messages for this connection alone, held until read
 RECEIVE_BUFFER = 65536
 
 
@@ -59,6 +60,8 @@ class Client(RequestHelpers):
         self._streams: dict[str, EventStream] = {}
         self._reconnecting = trio.Lock()
         self._closed = False
+        self._direct_send, self.direct_messages = trio.open_memory_channel[dict[str, Any]](DIRECT_BUFFER)
+        """Messages the daemon sent to this connection alone (``seq`` null, e.g. ``tool.call``)."""
 
     @property
     def closed(self) -> bool:
@@ -147,6 +150,12 @@ class Client(RequestHelpers):
                     waiter.response = response
                     waiter.done.set()
             for event in events:
+                if event.get("seq") is None:
+                    try:
+                        self._direct_send.send_nowait(event)
+                    except trio.WouldBlock:
+                        pass  # nobody reads them: the daemon's side times such requests out
+                    continue
                 for key in (event.get("thread_id"), "*"):
                     stream = self._streams.get(key)  # type: ignore[arg-type]
                     if stream is not None:
@@ -211,18 +220,7 @@ class Client(RequestHelpers):
             pending.pop(request_id, None)
         if waiter.error is not None:
             raise waiter.error
-        response = waiter.response or {}
-        if response.get("ok"):
-            return response.get("result")
-        error = response.get("error") or {}
-        raise WireError(str(error.get("code", "internal")), str(error.get("message", "")))
-
-    async def subscribe(self, thread_id: str, since: int | None = None) -> dict[str, Any]:
-        """The raw op: events then arrive in ``events()`` streams (or nowhere)."""
-        return await self._call("subscribe", thread_id=thread_id, since=since)  # type: ignore[no-any-return]
-
-    async def unsubscribe(self, thread_id: str) -> dict[str, Any]:
-        return await self._call("unsubscribe", thread_id=thread_id)  # type: ignore[no-any-return]
+        return codec.response_result(waiter.response or {})
 
     def events(self, thread_id: str, since: int = 0, *, max_queued: int = MAX_QUEUED, reconnect: bool = True) -> EventStream:
         """Every event of ``thread_id`` (or ``"*"``) with ``seq > since``, then live ones.

@@ -19,6 +19,8 @@ from typing import Any
 
 import msgpack
 
+from echsd.wire.errors import WireError
+
 PROTOCOL_VERSION = 1
 _BATCH_KEY = msgpack.packb("events")
 _REQUEST_KEYS = frozenset({"id", "op", "params"})
@@ -129,6 +131,14 @@ def encode_batch(parts: list[bytes], count: int) -> bytes:
     if count == 1:
         return parts[0]
     return b"\x81" + _BATCH_KEY + _array_header(count) + b"".join(parts)
+
+
+def response_result(response: dict[str, Any]) -> Any:
+    """A response's result; a failed one raises ``WireError`` with its code and message."""
+    if response.get("ok"):
+        return response.get("result")
+    error = response.get("error") or {}
+    raise WireError(str(error.get("code", "internal")), str(error.get("message", "")))
 
 
 def split_frame(message: bytes | str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -93,6 +93,11 @@ subscribe again with that `since`; the client library does this by itself. A slo
 never slows a thread or another client. A range the log no longer holds (retention) is
 replayed as `events.gap` with reason `retention`.
 
+Messages for one connection alone (e.g. `tool.call` to the client that registered a
+remote tool) use the event envelope with `seq` null: they belong to no thread's log and
+are neither stored nor replayed. The client library delivers them on
+`client.direct_messages`.
+
 Heartbeat: the daemon pings every `[tuning] heartbeat_s` (15 s) and closes a connection
 whose pong does not come back within 3 heartbeats.
 """
@@ -105,6 +110,13 @@ def _cell(text: str) -> str:
 
 def _json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _signature(spec: OpSpec) -> str:
+    positional = [name for name in spec.positional]
+    keywords = [f"{p.name}=" + ("..." if p.required else "None") for p in spec.params if p.name not in spec.positional]
+    args = ", ".join(positional + (["*", *keywords] if keywords else []))
+    return f"await client.{spec.method}({args})"
 
 
 def _op_section(spec: OpSpec) -> list[str]:
@@ -120,6 +132,8 @@ def _op_section(spec: OpSpec) -> list[str]:
     else:
         lines += ["No params.", ""]
     lines += [f"Result: {spec.result}.", ""]
+    if spec.method is not None:
+        lines += [f"Client library: `{_signature(spec)}`.", ""]
     if spec.notes:
         lines += [spec.notes, ""]
     request = {"id": 1, "op": spec.name, "params": spec.example_params}

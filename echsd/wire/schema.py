@@ -1,26 +1,45 @@
-"""Every wire operation, defined once: name, params (type, required), result, example.
+"""Every wire operation, defined once: name, params, result, handler, client method.
 
-Request validation and ``docs/protocol.md`` are both derived from ``OPS``, so the
-documentation cannot drift from what the daemon accepts. Params are checked for shape
-only (type, required, allowed values); meaning (an existing thread, a valid cwd) is
-checked by the layer that owns it. An explicit ``null`` for an optional param means
-"not given".
+From ``OPS`` come request validation, dispatch (each spec's ``handler``), the client
+library's methods (``echsd.wire.requests``) and ``docs/protocol.md``, so none of them can
+drift from another. Params are checked for shape only (type, required, allowed values);
+meaning (an existing thread, a valid cwd) is checked by the layer that owns it. An explicit
+``null`` for an optional param means "not given".
 
-To add an op (e.g. ``blackboard.get``): add its ``OpSpec`` here, a handler in
-``echsd/wire/handlers.py``, and drop its name from ``RESERVED_OPS``; then regenerate
-the docs with ``python -m echsd.wire.docs > docs/protocol.md``.
+Handlers reach the daemon only through the ``OpContext`` they are given (a connection:
+its thread service and its subscriptions), so importing this module (as the thin client
+does) loads nothing of the daemon. To add an op: add its ``OpSpec`` here (and drop its
+name from ``RESERVED_OPS``), implement what its handler calls, then regenerate the docs
+with ``python -m echsd.wire.docs > docs/protocol.md``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from echsd.wire.codec import PROTOCOL_VERSION
 
 
+if TYPE_CHECKING:
+    from echsd.threads.service import ThreadService
+    from echsd.wire.subscriptions import Subscriptions
+
+
 class ParamsError(Exception):
     """Params do not match the op's schema; the message names the field."""
+
+
+class OpContext(Protocol):
+    """What a handler may use: the connection it serves."""
+
+    service: ThreadService
+    subscriptions: Subscriptions
+
+    async def authenticate(self, token: str) -> dict[str, Any]: ...
+
+
+Handler = Callable[[OpContext, dict[str, Any]], Any]  # may return an awaitable
 
 
 @dataclass(frozen=True)
@@ -44,7 +63,7 @@ MAP = Kind("map", lambda v: isinstance(v, dict))
 THREAD_ID = Kind("thread id", lambda v: isinstance(v, str) and bool(v))
 THREAD_OR_ALL = Kind('thread id or "*"', lambda v: isinstance(v, str) and bool(v))
 TOOLS = Kind(
-    "list of strings, or a string like \"+name,-name\"",
+    'list of strings, or a string like "+name,-name"',
     lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(i, str) for i in v)),
 )
 
@@ -73,6 +92,9 @@ class OpSpec:
     result: str
     example_params: dict[str, Any]
     example_result: Any
+    handler: Handler
+    method: str | None = None  # the client library's method (None: none, e.g. hello)
+    positional: tuple[str, ...] = ()  # params that method takes positionally, in order
     background: bool = False  # answered when done; later requests are not held up
     notes: str = ""
     by_name: dict[str, Param] = field(init=False, repr=False, compare=False)
@@ -122,7 +144,13 @@ _THREAD = {
     "last_seq": 7,
 }
 _THREAD_OBJECT = "thread object (CONTRACT.md 2.5)"
-_EVENT = {"event": "turn.delta", "thread_id": _TID, "seq": 7, "ts": 1767225601.25, "data": {"turn_id": "turn_5f0c2a9d11e24b7a", "item_id": "msg_1", "delta": "Hel"}}
+_EVENT = {
+    "event": "turn.delta",
+    "thread_id": _TID,
+    "seq": 7,
+    "ts": 1767225601.25,
+    "data": {"turn_id": "turn_5f0c2a9d11e24b7a", "item_id": "msg_1", "delta": "Hel"},
+}
 
 OPS: tuple[OpSpec, ...] = (
     OpSpec(
@@ -132,12 +160,13 @@ OPS: tuple[OpSpec, ...] = (
             Param("protocol", COUNT, f"protocol version, {PROTOCOL_VERSION}", required=True, choices=(PROTOCOL_VERSION,)),
             Param("token", STRING, "the client token (`echsd token`)", required=True),
         ),
-        "`protocol`, `version` (daemon version), `server`",
+        "`protocol`, `version` (daemon version), `server`, `connection` (this connection's id)",
         {"protocol": 1, "token": "<token>"},
-        {"protocol": 1, "version": "0.1.0", "server": "echsd"},
+        {"protocol": 1, "version": "0.1.0", "server": "echsd", "connection": 7},
         notes="Anything else as the first request, a wrong token or an unsupported protocol "
         "is answered with `unauthorized` and the connection is closed. A second `hello` on an "
         "authenticated connection is a `bad_request`.",
+        handler=lambda c, p: c.authenticate(p["token"]),
     ),
     OpSpec(
         "status",
@@ -152,6 +181,8 @@ OPS: tuple[OpSpec, ...] = (
             "uptime_s": 42.5,
             "threads": {"total": 2, "idle": 1, "running": 1, "paused": 0, "killed": 0},
         },
+        handler=lambda c, p: c.service.status(),
+        method="status",
     ),
     OpSpec(
         "thread.create",
@@ -167,9 +198,30 @@ OPS: tuple[OpSpec, ...] = (
         _THREAD_OBJECT,
         {"cwd": "/home/me/project", "model": "gpt-5.1"},
         _THREAD,
+        handler=lambda c, p: c.service.create(**p),
+        method="create_thread",
     ),
-    OpSpec("thread.list", "Every thread, oldest first.", (), f"list of {_THREAD_OBJECT}s", {}, [_THREAD]),
-    OpSpec("thread.get", "One thread.", (_thread(),), _THREAD_OBJECT, {"thread_id": _TID}, _THREAD),
+    OpSpec(
+        "thread.list",
+        "Every thread, oldest first.",
+        (),
+        f"list of {_THREAD_OBJECT}s",
+        {},
+        [_THREAD],
+        handler=lambda c, p: c.service.list(),
+        method="list_threads",
+    ),
+    OpSpec(
+        "thread.get",
+        "One thread.",
+        (_thread(),),
+        _THREAD_OBJECT,
+        {"thread_id": _TID},
+        _THREAD,
+        handler=lambda c, p: c.service.get(**p),
+        method="get_thread",
+        positional=("thread_id",),
+    ),
     OpSpec(
         "thread.configure",
         "Hot-swaps config; a running turn uses it from its next model request.",
@@ -177,6 +229,9 @@ OPS: tuple[OpSpec, ...] = (
         _THREAD_OBJECT,
         {"thread_id": _TID, "config": {"reasoning": "high", "tools": "+view_image"}},
         _THREAD,
+        handler=lambda c, p: c.service.configure(**p),
+        method="configure",
+        positional=("thread_id", "config"),
     ),
     OpSpec(
         "thread.send",
@@ -190,6 +245,9 @@ OPS: tuple[OpSpec, ...] = (
         "acknowledgement `{input_id, disposition, thread_id}`, disposition `started | queued | steered`",
         {"thread_id": _TID, "text": "run the tests", "mode": "queue", "client_msg_id": "cli-1"},
         {"input_id": "in_9a8b7c6d5e4f3a2b", "disposition": "queued", "thread_id": _TID},
+        handler=lambda c, p: c.service.send(**p),
+        method="send",
+        positional=("thread_id", "text"),
     ),
     OpSpec(
         "thread.interrupt",
@@ -198,6 +256,9 @@ OPS: tuple[OpSpec, ...] = (
         "`{thread_id, interrupted, state, ...}`; `interrupted` is false when no turn was running",
         {"thread_id": _TID, "clear_queue": False},
         {"thread_id": _TID, "interrupted": True, "state": "idle"},
+        handler=lambda c, p: c.service.interrupt(**p),
+        method="interrupt",
+        positional=("thread_id",),
     ),
     OpSpec(
         "thread.pause",
@@ -206,6 +267,9 @@ OPS: tuple[OpSpec, ...] = (
         "`{thread_id, interrupted, state, ...}`",
         {"thread_id": _TID},
         {"thread_id": _TID, "interrupted": True, "state": "paused"},
+        handler=lambda c, p: c.service.pause(**p),
+        method="pause",
+        positional=("thread_id",),
     ),
     OpSpec(
         "thread.resume",
@@ -214,6 +278,9 @@ OPS: tuple[OpSpec, ...] = (
         "`{thread_id, resumed, state}`",
         {"thread_id": _TID},
         {"thread_id": _TID, "resumed": True, "state": "idle"},
+        handler=lambda c, p: c.service.resume(**p),
+        method="resume",
+        positional=("thread_id",),
     ),
     OpSpec(
         "thread.kill",
@@ -222,6 +289,9 @@ OPS: tuple[OpSpec, ...] = (
         "`{thread_id, killed: [thread ids], state}`",
         {"thread_id": _TID},
         {"thread_id": _TID, "killed": [_TID], "state": "killed"},
+        handler=lambda c, p: c.service.kill(**p),
+        method="kill",
+        positional=("thread_id",),
     ),
     OpSpec(
         "thread.history",
@@ -230,6 +300,9 @@ OPS: tuple[OpSpec, ...] = (
         "list of Responses items",
         {"thread_id": _TID},
         [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+        handler=lambda c, p: c.service.history(**p),
+        method="history",
+        positional=("thread_id",),
     ),
     OpSpec(
         "thread.events",
@@ -242,6 +315,9 @@ OPS: tuple[OpSpec, ...] = (
         "list of event envelopes; a range the log no longer holds appears as one `events.gap`",
         {"thread_id": _TID, "since": 6, "limit": 1},
         [_EVENT],
+        handler=lambda c, p: c.service.events(**p),
+        method="thread_events",
+        positional=("thread_id",),
     ),
     OpSpec(
         "thread.compact",
@@ -253,6 +329,9 @@ OPS: tuple[OpSpec, ...] = (
         background=True,
         notes="Runs in the background: requests sent after it on the same connection are "
         "answered without waiting for it, so its answer may come after theirs.",
+        handler=lambda c, p: c.service.compact(**p),
+        method="compact",
+        positional=("thread_id",),
     ),
     OpSpec(
         "subscribe",
@@ -268,6 +347,9 @@ OPS: tuple[OpSpec, ...] = (
         "later event: events with `seq <= last_seq` precede it, live ones follow it "
         "(`last_seq` is null for `*`). Subscribing again to the same thread (or `*`) "
         "restarts its stream from the new `since`. Unknown thread: `not_found`.",
+        handler=lambda c, p: c.subscriptions.subscribe(p["thread_id"], p.get("since")),
+        method="subscribe",
+        positional=("thread_id", "since"),
     ),
     OpSpec(
         "unsubscribe",
@@ -277,6 +359,9 @@ OPS: tuple[OpSpec, ...] = (
         {"thread_id": _TID},
         {"thread_id": _TID, "subscribed": False},
         notes="Unsubscribing a thread still covered by `*` keeps its events flowing (and vice versa).",
+        handler=lambda c, p: c.subscriptions.unsubscribe(p["thread_id"]),
+        method="unsubscribe",
+        positional=("thread_id",),
     ),
 )
 

@@ -14,15 +14,16 @@ becomes an error response (``internal`` for bugs, logged with the traceback).
 
 from __future__ import annotations
 
+import inspect
 import itertools
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from echsd import __version__
-from echsd.errors import BadRequest, EchsError, Unauthorized
+from echsd.errors import BadRequest, EchsError, Unauthorized, UnknownOp
 from echsd.logs import get_logger, register_secret
 from echsd.settings import Settings
 from echsd.store import Store
@@ -30,8 +31,8 @@ from echsd.threads.hub import EventHub
 from echsd.threads.service import ThreadService
 from echsd.wire import codec
 from echsd.wire.codec import FrameError, RequestError
-from echsd.wire.handlers import HANDLERS
 from echsd.wire.outbox import Outbox
+from echsd.wire.peers import Peers
 from echsd.wire.schema import OPS_BY_NAME, RESERVED_OPS, OpSpec, ParamsError
 from echsd.wire.subscriptions import Subscriptions
 from echsd.wire.token import TokenError, read_token, token_matches
@@ -54,6 +55,7 @@ class WireContext:
     hub: EventHub
     store: Store
     settings: Settings
+    peers: Peers = field(default_factory=Peers)
 
 
 class Session:
@@ -65,6 +67,8 @@ class Session:
         self.transport = transport
         self.authenticated = False
         self.dead = False  # unresponsive: skip the closing handshake
+        self.closed = False
+        self._on_close: list[Callable[[], None]] = []
         tuning = context.settings.tuning
         self.outbox = Outbox(tuning.client_queue_events)
         self._wake = trio.Event()
@@ -93,7 +97,37 @@ class Session:
             return code
         finally:
             self.subscriptions.close()
+            self._mark_closed()
             self._log.debug("connection closed", dropped_events=self.outbox.dropped, gaps=self.outbox.gaps)
+
+    # -- the direct path (echsd.wire.peers): messages for this connection only ---------------
+
+    @property
+    def peer_id(self) -> int:
+        return self.id
+
+    def send_direct(self, message: dict[str, Any]) -> bool:
+        """Queue a message for this client alone (never dropped by event backpressure)."""
+        if self.closed:
+            return False
+        self.outbox.push_response(codec.packb(message))
+        self._wake_writer()
+        return True
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        if self.closed:
+            callback()
+        else:
+            self._on_close.append(callback)
+
+    def _mark_closed(self) -> None:
+        self.closed = True
+        callbacks, self._on_close = self._on_close, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:
+                self._log.exception("a connection-close callback failed")
 
     async def _read_frames(self, incoming: trio.MemorySendChannel[bytes | str]) -> None:
         async with incoming:
@@ -200,7 +234,8 @@ class Session:
         spec = OPS_BY_NAME.get(request.op)
         if spec is None:
             reason = "is not available in this daemon yet" if request.op in RESERVED_OPS else "does not exist"
-            self._error(request.id, "unknown_op", f"op {request.op!r} {reason}")
+            unknown = UnknownOp(f"op {request.op!r} {reason}")
+            self._error(request.id, unknown.code, unknown.message)
             return True
         try:
             params = spec.validate(request.params)
@@ -221,7 +256,9 @@ class Session:
 
     async def _call(self, request_id: int, spec: OpSpec, params: dict[str, Any]) -> None:
         try:
-            result = await HANDLERS[spec.name](self, params)
+            result = spec.handler(self, params)
+            if inspect.isawaitable(result):
+                result = await result
         except EchsError as exc:
             self._error(request_id, exc.code, exc.message)
         except Exception as exc:
@@ -255,4 +292,5 @@ class Session:
         if not token_matches(token, expected):
             raise Unauthorized("wrong token")
         self.authenticated = True
-        return {"protocol": codec.PROTOCOL_VERSION, "version": __version__, "server": "echsd"}
+        self.context.peers.add(self)
+        return {"protocol": codec.PROTOCOL_VERSION, "version": __version__, "server": "echsd", "connection": self.id}

@@ -1,4 +1,4 @@
-"""The op table: validation names the bad field, and the table matches handlers and contract."""
+"""The op table: validation names the bad field, dispatch and client methods come from it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from echsd.wire.handlers import HANDLERS
+from echsd.wire.requests import RequestHelpers
 from echsd.wire.schema import OPS, OPS_BY_NAME, RESERVED_OPS, ParamsError
 
 CONTRACT_OPS = {
@@ -20,10 +20,29 @@ CONTRACT_OPS = {
 
 
 def test_every_op_has_one_handler_and_the_contract_is_covered() -> None:
-    assert set(HANDLERS) == set(OPS_BY_NAME)
+    assert all(callable(spec.handler) for spec in OPS)
     assert len(OPS_BY_NAME) == len(OPS)
     assert set(OPS_BY_NAME) | set(RESERVED_OPS) == CONTRACT_OPS
     assert not set(OPS_BY_NAME) & set(RESERVED_OPS)
+
+
+@pytest.mark.parametrize("spec", [spec for spec in OPS if spec.method], ids=lambda s: s.name)
+async def test_client_methods_come_from_the_specs(spec: Any) -> None:
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    class Recorder(RequestHelpers):
+        async def request(self, op: str, params: dict[str, Any] | None = None) -> Any:
+            sent.append((op, params or {}))
+            return "ok"
+
+    method = getattr(Recorder(), spec.method)
+    example = spec.example_params
+    positional = [example[name] for name in spec.positional if name in example]
+    keywords = {k: v for k, v in example.items() if k not in spec.positional[: len(positional)]}
+    assert await method(*positional, **keywords) == "ok"
+    assert sent == [(spec.name, example)]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        await method(*positional, bogus=1)
 
 
 @pytest.mark.parametrize("spec", OPS, ids=lambda s: s.name)
