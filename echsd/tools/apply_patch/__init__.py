@@ -1,0 +1,19 @@
+"""The ``apply_patch`` tool: Codex's patch format, parsed, planned, applied all-or-nothing.
+
+Modules, each with one job: ``model`` (the parsed patch and its errors), ``parser`` (text
+to ``Patch``), ``seek`` (fuzzy line search), ``update`` (chunks applied to one file's
+text), ``view`` (the file view Protocol) and ``disk`` (the real filesystem), ``plan``
+(every change worked out in memory), ``commit`` (written all-or-nothing), ``report``
+(summary and diff), ``apply`` (the entry point), ``shell`` (spotting a patch sent through
+the shell tool), ``definitions`` (the tool shapes Codex offers) and ``tool`` (the adapter).
+"""
+
+from echsd.tools.apply_patch.model import PatchApplyError, PatchError, PatchParseError
+from echsd.tools.apply_patch.parser import parse_patch
+
+__all__ = [
+    "PatchApplyError",
+    "PatchError",
+    "PatchParseError",
+    "parse_patch",
+]
