@@ -8,12 +8,17 @@ text), ``view`` (the file view Protocol) and ``disk`` (the real filesystem), ``p
 the shell tool), ``definitions`` (the tool shapes Codex offers) and ``tool`` (the adapter).
 """
 
+from echsd.tools.apply_patch.apply import PatchOutcome, apply_patch
+from echsd.tools.apply_patch.disk import DiskView
 from echsd.tools.apply_patch.model import PatchApplyError, PatchError, PatchParseError
 from echsd.tools.apply_patch.parser import parse_patch
 
 __all__ = [
+    "DiskView",
     "PatchApplyError",
     "PatchError",
+    "PatchOutcome",
     "PatchParseError",
+    "apply_patch",
     "parse_patch",
 ]
