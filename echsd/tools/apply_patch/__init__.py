@@ -12,6 +12,7 @@ from echsd.tools.apply_patch.apply import PatchOutcome, apply_patch
 from echsd.tools.apply_patch.disk import DiskView
 from echsd.tools.apply_patch.model import PatchApplyError, PatchError, PatchParseError
 from echsd.tools.apply_patch.parser import parse_patch
+from echsd.tools.apply_patch.shell import ShellPatch, recognise_shell_patch
 
 __all__ = [
     "DiskView",
@@ -19,6 +20,8 @@ __all__ = [
     "PatchError",
     "PatchOutcome",
     "PatchParseError",
+    "ShellPatch",
     "apply_patch",
     "parse_patch",
+    "recognise_shell_patch",
 ]
