@@ -9,12 +9,15 @@ the shell tool), ``definitions`` (the tool shapes Codex offers) and ``tool`` (th
 """
 
 from echsd.tools.apply_patch.apply import PatchOutcome, apply_patch
+from echsd.tools.apply_patch.definitions import freeform_definition
 from echsd.tools.apply_patch.disk import DiskView
 from echsd.tools.apply_patch.model import PatchApplyError, PatchError, PatchParseError
 from echsd.tools.apply_patch.parser import parse_patch
 from echsd.tools.apply_patch.shell import ShellPatch, recognise_shell_patch
+from echsd.tools.apply_patch.tool import ApplyPatchTool
 
 __all__ = [
+    "ApplyPatchTool",
     "DiskView",
     "PatchApplyError",
     "PatchError",
@@ -22,6 +25,7 @@ __all__ = [
     "PatchParseError",
     "ShellPatch",
     "apply_patch",
+    "freeform_definition",
     "parse_patch",
     "recognise_shell_patch",
 ]
