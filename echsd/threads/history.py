@@ -21,7 +21,7 @@ def user_message(text: str) -> dict[str, Any]:
     return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
 
 
-def function_call_output(call_id: str, output: str, call_type: str = "function_call") -> dict[str, Any]:
+def function_call_output(call_id: str, output: str | list[dict[str, Any]], call_type: str = "function_call") -> dict[str, Any]:
     return {"type": OUTPUT_TYPES.get(call_type, "function_call_output"), "call_id": call_id, "output": output}
 
 

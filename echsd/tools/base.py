@@ -21,9 +21,18 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]
     parallel_safe: bool = True  # may run concurrently with other calls of the same response
+    writes: bool = False  # may change files or run arbitrary commands (policy: writes, approval)
+    freeform: dict[str, Any] | None = None  # the custom (freeform) tool form, for models that take it
 
-    def to_model(self) -> dict[str, Any]:
-        """The function tool definition sent in the Responses request."""
+    def to_model(self, custom_tools: bool = False) -> dict[str, Any]:
+        """The tool definition sent in the Responses request.
+
+        With ``custom_tools`` (the model accepts freeform tools) a tool that has a freeform
+        form is offered that way; its calls then arrive as ``custom_tool_call`` items whose
+        raw ``input`` the runner passes as ``{"input": ...}``.
+        """
+        if custom_tools and self.freeform is not None:
+            return dict(self.freeform)
         return {
             "type": "function",
             "name": self.name,
@@ -33,9 +42,14 @@ class ToolSpec:
         }
 
 
+Content = list[dict[str, Any]]  # Responses input content items: input_text, input_image, ...
+
+
 @dataclass(frozen=True)
 class ToolResult:
-    output: str
+    """``output`` is text, or content items (e.g. an ``input_image``) for the model to see."""
+
+    output: str | Content
     ok: bool = True
     meta: dict[str, Any] = field(default_factory=dict)  # e.g. exit_code, shown in tool.completed
 
