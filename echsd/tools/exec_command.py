@@ -35,6 +35,7 @@ SPEC = ToolSpec(
         "required": ["cmd"],
         "additionalProperties": False,
     },
+    writes=True,
 )
 
 

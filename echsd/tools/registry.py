@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from echsd.tools.apply_patch import ApplyPatchTool
 from echsd.tools.base import Tool
 from echsd.tools.exec_command import ExecCommand
 
 
 def builtin_tools() -> dict[str, Tool]:
-    tools: list[Tool] = [ExecCommand()]
+    tools: list[Tool] = [ExecCommand(), ApplyPatchTool()]
     return {tool.spec.name: tool for tool in tools}
 
 

@@ -132,7 +132,7 @@ async def test_config_hot_swap_applies_to_next_request(daemon: Any, workdir: Any
     tid = thread["thread_id"]
     other = workdir / "other"
     other.mkdir()
-    updated = await daemon.service.configure(tid, {"model": "model-b", "reasoning": "high", "cwd": str(other), "tools": "-exec_command"})
+    updated = await daemon.service.configure(tid, {"model": "model-b", "reasoning": "high", "cwd": str(other), "tools": []})
     assert updated["config"]["model"] == "model-b" and updated["config"]["tools"] == []
     async with Watch(daemon, tid) as watch:
         await daemon.service.send(tid, "hi")

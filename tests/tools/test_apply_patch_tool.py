@@ -15,11 +15,11 @@ from tests.tools.patch_trees import make_tree, snapshot
 PATCH = "*** Begin Patch\n*** Update File: a.txt\n@@\n-old\n+new\n*** End Patch\n"
 
 
-def context(cwd: Path) -> ToolContext:
+def context(cwd: Path, writes: str = "allow") -> ToolContext:
     async def sink(stream: str, chunk: str) -> None:
         raise AssertionError("apply_patch streams no output")
 
-    return ToolContext("thr_0000000000000000", "turn_x", "call_x", cwd, sink, 30.0)
+    return ToolContext("thr_0000000000000000", "turn_x", "call_x", cwd, sink, 30.0, writes=writes)
 
 
 def test_function_definition_matches_codex_shape() -> None:
@@ -55,10 +55,18 @@ async def test_run_applies_and_reports(tmp_path: Path) -> None:
 
 async def test_dry_run_writes_nothing(tmp_path: Path) -> None:
     make_tree(tmp_path, {"a.txt": "old\n"})
-    result = await ApplyPatchTool(dry_run=True).run({"input": PATCH}, context(tmp_path))
+    result = await ApplyPatchTool().run({"input": PATCH}, context(tmp_path, writes="dry-run"))
     assert result.output.startswith("Dry run: no file was changed.")
     assert "-old\n+new\n" in result.output and result.meta["dry_run"] is True
     assert (tmp_path / "a.txt").read_text() == "old\n"
+
+
+async def test_writes_deny_changes_nothing(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"a.txt": "old\n"})
+    before = snapshot(tmp_path)
+    with pytest.raises(ToolError, match="writes=deny"):
+        await ApplyPatchTool().run({"input": PATCH}, context(tmp_path, writes="deny"))
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize(

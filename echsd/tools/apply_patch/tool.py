@@ -4,7 +4,9 @@ The same patch can arrive three ways: as a function call ``{"input": PATCH}``, a
 custom tool call whose raw ``input`` is the patch (pass ``{"input": item["input"]}``),
 or as an ``exec_command`` running ``apply_patch <<'EOF'`` (``intercept_exec_command``).
 Parsing and applying run in a worker thread, off the event loop; a patch that fails
-changes no file, and the model is told so, with what to fix.
+changes no file, and the model is told so, with what to fix. The thread's ``writes``
+policy (``ToolContext.writes``) decides what happens to files: ``allow`` applies,
+``dry-run`` reports the diff it would apply and writes nothing, ``deny`` refuses.
 """
 
 from __future__ import annotations
@@ -22,18 +24,20 @@ from echsd.tools.apply_patch.shell import recognise_shell_patch
 from echsd.tools.base import ToolContext, ToolError, ToolResult, ToolSpec
 from echsd.tools.truncate import DEFAULT_MAX_CHARS, truncate_middle
 
-SPEC = ToolSpec(name=TOOL_NAME, description=FUNCTION_DESCRIPTION, parameters=FUNCTION_PARAMETERS, parallel_safe=False)
+SPEC = ToolSpec(
+    name=TOOL_NAME,
+    description=FUNCTION_DESCRIPTION,
+    parameters=FUNCTION_PARAMETERS,
+    parallel_safe=False,
+    writes=True,
+    freeform=freeform_definition(),
+)
 
 NOTHING_CHANGED = "No file was changed (a patch is applied whole or not at all); fix the patch and send all of it again."
 
 
 class ApplyPatchTool:
-    """``dry_run``: compute and report the diff, write nothing (the ``writes=dry-run`` policy)."""
-
     spec = SPEC
-
-    def __init__(self, *, dry_run: bool = False) -> None:
-        self.dry_run = dry_run
 
     @staticmethod
     def custom_definition() -> dict[str, Any]:
@@ -44,7 +48,7 @@ class ApplyPatchTool:
         patch = args.get("input")
         if not isinstance(patch, str):
             raise ToolError("apply_patch needs the patch text as a string in 'input'")
-        return await self._apply(patch, ctx.cwd)
+        return await self._apply(patch, ctx.cwd, ctx.writes)
 
     async def intercept_exec_command(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult | None:
         """Apply the patch if this ``exec_command`` call is an apply_patch invocation, else None.
@@ -60,10 +64,12 @@ class ApplyPatchTool:
         for directory in (args.get("workdir"), found.workdir):
             if directory:
                 cwd = cwd / Path(directory).expanduser()
-        return await self._apply(found.patch, cwd)
+        return await self._apply(found.patch, cwd, ctx.writes)
 
-    async def _apply(self, patch: str, cwd: Path) -> ToolResult:
-        dry_run = self.dry_run
+    async def _apply(self, patch: str, cwd: Path, writes: str) -> ToolResult:
+        if writes == "deny":
+            raise ToolError("file changes are denied for this thread (writes=deny): no file was changed")
+        dry_run = writes == "dry-run"
         outcome = await trio.to_thread.run_sync(_apply_in_thread, patch, cwd, dry_run)
         changes = [{"op": change.letter, "path": change.new_path} for change in outcome.changes]
         return ToolResult(
