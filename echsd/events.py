@@ -141,6 +141,22 @@ EVENT_TYPES: dict[str, EventSpec] = {
     "input.dropped": EventSpec(
         "An input will never be delivered.", {"input_id": "str", "reason": "text"}
     ),
+    "approval.requested": EventSpec(
+        "A tool call waits for a client's approval (thread config `approval`); answer with `approval.respond`.",
+        {
+            "request_id": "str",
+            "turn_id": "str",
+            "call_id": "str",
+            "tool": "str",
+            "arguments": "the call's arguments",
+            "summary": "one line to decide on (the command, the files a patch touches)",
+            "requested_at": "unix float",
+        },
+    ),
+    "approval.resolved": EventSpec(
+        "An approval request ended.",
+        {"request_id": "str", "call_id": "str", "decision": "approve | deny | timeout | cancelled"},
+    ),
     "events.gap": EventSpec(
         "Events in [from_seq, to_seq] were not delivered (slow client or retention); "
         "re-read them with thread.events or subscribe since=from_seq-1 (retained ones only). "

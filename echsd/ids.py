@@ -20,5 +20,9 @@ def new_turn_id() -> str:
     return "turn_" + secrets.token_hex(8)
 
 
+def new_approval_id() -> str:
+    return "apr_" + secrets.token_hex(8)
+
+
 def is_thread_id(value: object) -> bool:
     return isinstance(value, str) and THREAD_ID_RE.match(value) is not None

@@ -58,6 +58,7 @@ class Tuning:
     stream_idle_timeout_s: float = 300.0
     max_retries: int = 5
     tool_timeout_s: float = 600.0
+    approval_timeout_s: float = 600.0  # an unanswered approval request is denied after this
     max_message_bytes: int = 16 * 1024 * 1024
     client_queue_events: int = 10_000  # per-connection backlog before events.gap
     heartbeat_s: float = 15.0

@@ -22,7 +22,8 @@ from echsd.cli.echs_runtime import options_of, run
 if TYPE_CHECKING:
     from echsd.wire.client import Client
 
-HELP_LINE = "Enter queues a message · !text steers the running turn · Ctrl-C interrupts the turn · Ctrl-D detaches"
+HELP_LINE = "Enter queues · !text steers · y/n answers an approval · Ctrl-C interrupts the turn · Ctrl-D detaches"
+ANSWERS = {"y": "approve", "yes": "approve", "n": "deny", "no": "deny"}
 
 
 @click.command()
@@ -32,8 +33,9 @@ HELP_LINE = "Enter queues a message · !text steers the running turn · Ctrl-C i
 def attach(ctx: click.Context, thread_id: str, last: int) -> None:
     """Interactive: watch a thread live and talk to it.
 
-    Enter queues the typed line; a leading '!' steers it into the running turn;
-    Ctrl-C interrupts the turn; Ctrl-D detaches (the thread keeps going).
+    Enter queues the typed line; a leading '!' steers it into the running turn; while a
+    tool call waits for approval, y or n answers it; Ctrl-C interrupts the turn; Ctrl-D
+    detaches (the thread keeps going).
     """
     options = options_of(ctx)
     if options.json:
@@ -59,6 +61,9 @@ class Attached:
     def _prompt_message(self) -> Any:
         from prompt_toolkit.formatted_text import ANSI
 
+        pending = self.view.pending_approval()
+        if pending is not None:
+            return ANSI(self.style(f"approve {pending.get('tool')}? [y/n]", fg="yellow", bold=True) + " › ")
         return ANSI(self.style.state(self.view.state or "?") + " › ")
 
     def out(self, lines: list[str]) -> None:
@@ -106,7 +111,7 @@ class Attached:
         async with self.client.events(self.thread_id, since=since) as stream:
             async for event in stream:
                 self.out(self.view.feed(event))
-                if event.get("event") == "thread.state":
+                if event.get("event") in ("thread.state", "approval.requested", "approval.resolved"):
                     self.prompt.refresh()
 
     async def _read_input(self) -> None:
@@ -116,8 +121,11 @@ class Attached:
             line = await self.prompt.read()
             if line == EOF:
                 return
+            pending = self.view.pending_approval()
             if line == INTERRUPT:
                 await self._interrupt()
+            elif pending is not None and line.strip().lower() in ANSWERS:
+                await self._answer(str(pending.get("request_id")), ANSWERS[line.strip().lower()])
             else:
                 await self._send(line)
 
@@ -144,6 +152,14 @@ class Attached:
             return
         if ack.get("disposition") == "steered":  # nothing else shows until it is delivered
             self.out([self.style.dim(f"⋯ steering {ack.get('input_id')} into the running turn")])
+
+    async def _answer(self, request_id: str, decision: str) -> None:
+        from echsd.wire.client import WireError
+
+        try:
+            await self.client.respond_approval(request_id, decision)
+        except WireError as exc:
+            self.out([self.style(f"not answered: {exc.message}", fg="red")])
 
     async def _interrupt(self) -> None:
         from echsd.wire.client import WireError

@@ -66,6 +66,7 @@ class AttachView:
         self._streamed_tools: set[str] = set()
         self._next_user_steered = False
         self._usage: dict[str, Any] = {}
+        self._approvals: dict[str, dict[str, Any]] = {}  # request_id -> approval.requested data, oldest first
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -82,6 +83,10 @@ class AttachView:
                 lines.extend(cutter.flush())
         self._reasoning = self._text = None
         return lines
+
+    def pending_approval(self) -> dict[str, Any] | None:
+        """The oldest tool call still waiting for a yes or no, if any."""
+        return next(iter(self._approvals.values()), None)
 
     def flush(self) -> list[str]:
         """Every partial line (e.g. before detaching)."""
@@ -171,6 +176,18 @@ class AttachView:
             return [s(f"⚙ {data.get('name')}", fg="yellow", bold=True) + s.dim(f"({arguments})")]
         if kind == "tool.completed":
             return self._tool_done(data)
+        if kind == "approval.requested":
+            self._approvals[str(data.get("request_id"))] = data
+            return [s(f"⚠ approve {data.get('tool')}: ", fg="yellow", bold=True) + one_line(str(data.get("summary", "")), self.width - 30) + s.dim("  (y/n)")]
+        if kind == "approval.resolved":
+            request = self._approvals.pop(str(data.get("request_id")), None) or {}
+            decision = str(data.get("decision"))
+            words = {"approve": ("approved", "green"), "deny": ("denied", "red"), "timeout": ("denied: nobody answered in time", "red")}
+            text, colour = words.get(decision, (decision, "yellow"))
+            return [s(f"  {text}: {request.get('tool', 'call')}", fg=colour)]
+        if kind in ("turn.completed", "turn.interrupted", "turn.error"):
+            ended = data.get("turn_id")  # requests of an ended turn are over (e.g. after a restart)
+            self._approvals = {k: v for k, v in self._approvals.items() if v.get("turn_id") != ended}
         if kind == "turn.completed":
             usage = self._usage
             self._usage = {}

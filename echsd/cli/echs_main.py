@@ -28,6 +28,9 @@ VERBS = {
     "history": "echsd.cli.echs_events:history",
     "events": "echsd.cli.echs_events:events",
     "attach": "echsd.cli.attach:attach",
+    "approvals": "echsd.cli.echs_approvals:approvals",
+    "approve": "echsd.cli.echs_approvals:approve",
+    "deny": "echsd.cli.echs_approvals:deny",
 }
 
 

@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from echsd.wire.client import Client
 
 REASONING = ("none", "minimal", "low", "medium", "high", "xhigh")
-CONFIG_KEYS = ("model", "reasoning", "instructions", "cwd", "tools")
+CHOICES = {"reasoning": REASONING, "writes": ("allow", "dry-run", "deny"), "approval": ("never", "on-write", "always")}
+CONFIG_KEYS = ("model", "reasoning", "instructions", "cwd", "tools", "writes", "approval")
 
 
 def _absolute_dir(path: str) -> str:
@@ -27,15 +28,35 @@ def _absolute_dir(path: str) -> str:
 @click.option("--reasoning", type=click.Choice(REASONING), help="Reasoning effort (default: medium).")
 @click.option("--instructions", help="System instructions ({{cwd}} is filled in).")
 @click.option("--tools", help="Tool names (a,b) or edits of the defaults (+name,-name).")
+@click.option("--writes", type=click.Choice(CHOICES["writes"]), help="What apply_patch may do to files (default: allow).")
+@click.option("--approval", type=click.Choice(CHOICES["approval"]), help="Which tool calls wait for approval (default: never).")
+@click.option("--parent", help="Create the thread as a child of this one.")
 @json_option
 @click.pass_context
-def new(ctx: click.Context, cwd: str | None, model: str | None, reasoning: str | None, instructions: str | None, tools: str | None) -> None:
+def new(
+    ctx: click.Context,
+    cwd: str | None,
+    model: str | None,
+    reasoning: str | None,
+    instructions: str | None,
+    tools: str | None,
+    writes: str | None,
+    approval: str | None,
+    parent: str | None,
+) -> None:
     """Create a thread and print its id."""
     options = options_of(ctx)
 
     async def action(client: Client) -> None:
         thread = await client.create_thread(
-            cwd=_absolute_dir(cwd or os.getcwd()), model=model, reasoning=reasoning, instructions=instructions, tools=tools
+            cwd=_absolute_dir(cwd or os.getcwd()),
+            model=model,
+            reasoning=reasoning,
+            instructions=instructions,
+            tools=tools,
+            writes=writes,
+            approval=approval,
+            parent=parent,
         )
         if options.json:
             echo_json({"thread_id": thread["thread_id"]})
@@ -96,8 +117,8 @@ def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
             raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="KEY=VALUE")
         if key not in CONFIG_KEYS:
             raise click.BadParameter(f"unknown key {key!r}; use one of {', '.join(CONFIG_KEYS)}", param_hint="KEY=VALUE")
-        if key == "reasoning" and value not in REASONING:
-            raise click.BadParameter(f"reasoning must be one of {', '.join(REASONING)}", param_hint="KEY=VALUE")
+        if key in CHOICES and value not in CHOICES[key]:
+            raise click.BadParameter(f"{key} must be one of {', '.join(CHOICES[key])}", param_hint="KEY=VALUE")
         changes[key] = _absolute_dir(value) if key == "cwd" and value else value
     return changes
 
@@ -108,7 +129,8 @@ def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
 @json_option
 @click.pass_context
 def config(ctx: click.Context, thread_id: str, settings: tuple[str, ...]) -> None:
-    """Hot-swap config: model, reasoning, instructions, cwd, tools (+name,-name).
+    """Hot-swap config: model, reasoning, instructions, cwd, tools (+name,-name), writes
+    (allow|dry-run|deny), approval (never|on-write|always).
 
     A change made while a turn runs takes effect at its next model request.
     """

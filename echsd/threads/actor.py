@@ -175,6 +175,7 @@ class ThreadActor:
             tuning=self.services.tuning,
             tools=self.tools,
             caps=self.caps,
+            approvals=self.services.approvals,
         )
         status, error = "error", {"code": "internal", "message": "the turn was cancelled"}
         with scope:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from echsd.errors import BadRequest
 from echsd.settings import REASONING_EFFORTS
@@ -21,7 +21,9 @@ DEFAULT_INSTRUCTIONS = (
     "steps, and report concisely what you did and what remains."
 )
 DEFAULT_REASONING = "medium"
-CONFIG_KEYS = ("cwd", "model", "reasoning", "instructions", "tools")
+WRITES = ("allow", "dry-run", "deny")  # what apply_patch may do to files
+APPROVALS = ("never", "on-write", "always")  # which tool calls wait for a client's approval
+CONFIG_KEYS = ("cwd", "model", "reasoning", "instructions", "tools", "writes", "approval")
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ class ThreadConfig:
     reasoning: str
     instructions: str
     tools: tuple[str, ...]
+    writes: str = "allow"
+    approval: str = "never"
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -39,13 +43,10 @@ class ThreadConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ThreadConfig":
-        return cls(
-            cwd=data["cwd"],
-            model=data["model"],
-            reasoning=data["reasoning"],
-            instructions=data["instructions"],
-            tools=tuple(data["tools"]),
-        )
+        """From a stored row (keys added later take their defaults in older rows)."""
+        known = {key: data[key] for key in CONFIG_KEYS if key in data}
+        known["tools"] = tuple(known.get("tools", ()))
+        return cls(**known)
 
     def rendered_instructions(self) -> str:
         return self.instructions.replace("{{cwd}}", self.cwd)
@@ -108,44 +109,49 @@ def apply_tools_spec(current: Iterable[str], spec: Any, known: Iterable[str]) ->
     return tuple(result)
 
 
+def _choice(key: str, allowed: tuple[str, ...]) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if value not in allowed:
+            raise BadRequest(f"{key} must be one of {', '.join(allowed)} (got {value!r})")
+        return str(value)
+
+    return check
+
+
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "cwd": _check_cwd,
+    "model": lambda value: _check_text("model", value),
+    "reasoning": _check_reasoning,
+    "instructions": lambda value: _check_text("instructions", value, allow_empty=True),
+    "writes": _choice("writes", WRITES),
+    "approval": _choice("approval", APPROVALS),
+}
+
+
+def _apply(config: ThreadConfig, changes: Mapping[str, Any], known_tools: Iterable[str]) -> ThreadConfig:
+    updated = config
+    for key, value in changes.items():
+        if key == "tools":
+            updated = replace(updated, tools=apply_tools_spec(updated.tools, value, known_tools))
+        else:
+            updated = replace(updated, **{key: _CHECKS[key](value)})
+    return updated
+
+
 def new_config(params: Mapping[str, Any], *, default_model: str, default_tools: Iterable[str], known_tools: Iterable[str]) -> ThreadConfig:
     """Config for a new thread from ``thread.create`` params (missing keys take defaults)."""
-    default_tools = tuple(default_tools)
-    config = ThreadConfig(
-        cwd=_check_cwd(params["cwd"]) if params.get("cwd") is not None else os.getcwd(),
-        model=_check_text("model", params["model"]) if params.get("model") is not None else default_model,
-        reasoning=_check_reasoning(params["reasoning"]) if params.get("reasoning") is not None else DEFAULT_REASONING,
-        instructions=(
-            _check_text("instructions", params["instructions"], allow_empty=True)
-            if params.get("instructions") is not None
-            else DEFAULT_INSTRUCTIONS
-        ),
-        tools=default_tools,
-    )
-    if params.get("tools") is not None:
-        config = replace(config, tools=apply_tools_spec(default_tools, params["tools"], known_tools))
-    return config
+    defaults = ThreadConfig(cwd=os.getcwd(), model=default_model, reasoning=DEFAULT_REASONING, instructions=DEFAULT_INSTRUCTIONS, tools=tuple(default_tools))
+    given = {key: params[key] for key in CONFIG_KEYS if params.get(key) is not None}
+    return _apply(defaults, given, known_tools)
 
 
 def reconfigure(config: ThreadConfig, changes: Any, known_tools: Iterable[str]) -> tuple[ThreadConfig, list[str]]:
     """Apply a ``thread.configure`` change set; returns the new config and the keys that changed."""
     if not isinstance(changes, Mapping) or not changes:
         raise BadRequest("config must be a non-empty map of " + ", ".join(CONFIG_KEYS))
-    unknown = sorted(set(changes) - set(CONFIG_KEYS))
+    unknown = sorted(map(str, set(changes) - set(CONFIG_KEYS)))
     if unknown:
-        raise BadRequest(f"unknown config key(s): {', '.join(map(str, unknown))}; allowed: {', '.join(CONFIG_KEYS)}")
-    updated = config
-    for key, value in changes.items():
-        if key == "cwd":
-            updated = replace(updated, cwd=_check_cwd(value))
-        elif key == "model":
-            updated = replace(updated, model=_check_text("model", value))
-        elif key == "reasoning":
-            updated = replace(updated, reasoning=_check_reasoning(value))
-        elif key == "instructions":
-            updated = replace(updated, instructions=_check_text("instructions", value, allow_empty=True))
-        elif key == "tools":
-            updated = replace(updated, tools=apply_tools_spec(updated.tools, value, known_tools))
+        raise BadRequest(f"unknown config key(s): {', '.join(unknown)}; allowed: {', '.join(CONFIG_KEYS)}")
+    updated = _apply(config, changes, known_tools)
     changed = [key for key in CONFIG_KEYS if getattr(updated, key) != getattr(config, key)]
     return updated, changed
-

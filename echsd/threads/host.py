@@ -44,4 +44,7 @@ class TurnHost(Protocol):
 
     def add_usage(self, usage: Usage) -> None: ...
 
+    async def request_approval(self, call_id: str, tool: str, arguments: Any, summary: str) -> str:
+        """Ask the thread's clients; returns approve | deny | timeout (cancelled: raises)."""
+
     def tool_context(self, call_id: str) -> ToolContext: ...

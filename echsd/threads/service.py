@@ -84,6 +84,14 @@ class ThreadService:
         result: dict[str, Any] = await self.supervisor.call(thread_id, "compact", timeout_s=300.0)
         return result
 
+    def approvals(self, thread_id: str | None = None) -> list[dict[str, Any]]:
+        if thread_id is not None:
+            self.supervisor.record(thread_id)
+        return self.supervisor.approvals.pending(thread_id)
+
+    def respond_approval(self, request_id: str, decision: str) -> dict[str, Any]:
+        return self.supervisor.approvals.respond(request_id, decision)
+
     async def events(self, thread_id: str, since: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
         self.supervisor.record(thread_id)
         if since < 0:

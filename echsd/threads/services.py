@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping, Protocol
 from echsd.codex import ResponsesClient
 from echsd.settings import Tuning
 from echsd.store import Store, Unit
+from echsd.threads.approvals import ApprovalBook
 from echsd.threads.config import ThreadConfig
 from echsd.threads.effects import TurnEnd
 from echsd.threads.record import ThreadRecord
@@ -38,3 +39,4 @@ class ActorServices:
     tuning: Tuning
     tree: ThreadTree
     turn_finished: Callable[[str, TurnEnd], None]
+    approvals: ApprovalBook

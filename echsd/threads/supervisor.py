@@ -35,6 +35,7 @@ from echsd.logs import get_logger
 from echsd.settings import Tuning
 from echsd.store import Store, Unit, ops, queries
 from echsd.threads.actor import ThreadActor
+from echsd.threads.approvals import ApprovalBook
 from echsd.threads.config import ThreadConfig, new_config
 from echsd.threads.core import ThreadCore
 from echsd.threads.effects import TurnEnd
@@ -57,8 +58,15 @@ class Supervisor:
         self.tuning = tuning
         self.default_model = default_model
         self.records: dict[str, ThreadRecord] = {}
+        self.approvals = ApprovalBook()
         self.services = ActorServices(
-            store=store, client=client, builtins=builtins, tuning=tuning, tree=self, turn_finished=self._turn_finished
+            store=store,
+            client=client,
+            builtins=builtins,
+            tuning=tuning,
+            tree=self,
+            turn_finished=self._turn_finished,
+            approvals=self.approvals,
         )
         self._turn_listeners: list[TurnListener] = []
         self._nursery: trio.Nursery | None = None

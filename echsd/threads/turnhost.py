@@ -13,6 +13,8 @@ from typing import Any, Callable, Sequence
 from echsd.codex import ResponsesClient, Usage
 from echsd.settings import Tuning
 from echsd.store import Unit
+from echsd.ids import new_approval_id
+from echsd.threads.approvals import ApprovalBook, PendingApproval
 from echsd.threads.config import ThreadConfig
 from echsd.threads.core import ThreadCore
 from echsd.threads.effects import USAGE_KEYS, Effects
@@ -32,6 +34,7 @@ class ActorTurnHost:
     tuning: Tuning
     tools: ToolRegistry
     caps: ThreadCapabilities
+    approvals: ApprovalBook
 
     @property
     def thread_id(self) -> str:
@@ -68,6 +71,10 @@ class ActorTurnHost:
     def add_usage(self, usage: Usage) -> None:
         self.core.add_usage({key: getattr(usage, key) for key in USAGE_KEYS})
 
+    async def request_approval(self, call_id: str, tool: str, arguments: Any, summary: str) -> str:
+        request = PendingApproval(new_approval_id(), self.thread_id, self.turn_id, call_id, tool, arguments, summary)
+        return await self.approvals.ask(request, self.emit, self.tuning.approval_timeout_s)
+
     def tool_context(self, call_id: str) -> ToolContext:
         turn_id = self.turn_id
 
@@ -81,5 +88,6 @@ class ActorTurnHost:
             cwd=Path(self.core.config.cwd),
             emit_output=emit_output,
             timeout_s=self.tuning.tool_timeout_s,
+            writes=self.core.config.writes,
             caps=self.caps,
         )

@@ -62,6 +62,7 @@ class ToolContext:
     cwd: Path
     emit_output: OutputSink
     timeout_s: float
+    writes: str = "allow"  # the thread's policy for file changes: allow | dry-run | deny
     caps: ThreadCapabilities = field(default_factory=ThreadCapabilities)
 
 

@@ -144,6 +144,16 @@ _THREAD = {
     "last_seq": 7,
 }
 _THREAD_OBJECT = "thread object (CONTRACT.md 2.5)"
+_APPROVAL = {
+    "request_id": "apr_0a1b2c3d4e5f6071",
+    "thread_id": _TID,
+    "turn_id": "turn_5f0c2a9d11e24b7a",
+    "call_id": "call_7",
+    "tool": "exec_command",
+    "arguments": {"cmd": "rm -rf build"},
+    "summary": "rm -rf build",
+    "requested_at": 1767225601.5,
+}
 _EVENT = {
     "event": "turn.delta",
     "thread_id": _TID,
@@ -193,7 +203,9 @@ OPS: tuple[OpSpec, ...] = (
             Param("reasoning", STRING, "reasoning effort", choices=("none", "minimal", "low", "medium", "high", "xhigh")),
             Param("instructions", STRING, "system instructions; `{{cwd}}` is replaced by the cwd"),
             Param("tools", TOOLS, "tool names, or edits of the default set"),
-            Param("parent", THREAD_ID, "parent thread id"),
+            Param("writes", STRING, "what apply_patch may do to files (default allow)", choices=("allow", "dry-run", "deny")),
+            Param("approval", STRING, "which tool calls wait for approval (default never)", choices=("never", "on-write", "always")),
+            Param("parent", THREAD_ID, "parent thread id (the child is created through it)"),
         ),
         _THREAD_OBJECT,
         {"cwd": "/home/me/project", "model": "gpt-5.1"},
@@ -225,7 +237,7 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec(
         "thread.configure",
         "Hot-swaps config; a running turn uses it from its next model request.",
-        (_thread(), Param("config", MAP, "any of `cwd`, `model`, `reasoning`, `instructions`, `tools`", required=True)),
+        (_thread(), Param("config", MAP, "any of `cwd`, `model`, `reasoning`, `instructions`, `tools`, `writes`, `approval`", required=True)),
         _THREAD_OBJECT,
         {"thread_id": _TID, "config": {"reasoning": "high", "tools": "+view_image"}},
         _THREAD,
@@ -363,6 +375,31 @@ OPS: tuple[OpSpec, ...] = (
         method="unsubscribe",
         positional=("thread_id",),
     ),
+    OpSpec(
+        "approval.list",
+        "Tool calls waiting for approval (of one thread, or of all), oldest first.",
+        (Param("thread_id", THREAD_ID, "only this thread's requests"),),
+        "list of `{request_id, thread_id, turn_id, call_id, tool, arguments, summary, requested_at}`",
+        {"thread_id": _TID},
+        [_APPROVAL],
+        handler=lambda c, p: c.service.approvals(**p),
+        method="approvals",
+    ),
+    OpSpec(
+        "approval.respond",
+        "Answers a pending approval: the call runs (approve) or the model is told it was denied.",
+        (
+            Param("request_id", TEXT, "from `approval.requested` or `approval.list`", required=True),
+            Param("decision", STRING, "the answer", required=True, choices=("approve", "deny")),
+        ),
+        "`{request_id, decision, thread_id}`",
+        {"request_id": _APPROVAL["request_id"], "decision": "approve"},
+        {"request_id": _APPROVAL["request_id"], "decision": "approve", "thread_id": _TID},
+        notes="A request answered, timed out or cancelled already is `not_found`.",
+        handler=lambda c, p: c.service.respond_approval(**p),
+        method="respond_approval",
+        positional=("request_id", "decision"),
+    ),
 )
 
 # In the contract but not served yet: answered with `unknown_op` until their OpSpec lands.
@@ -371,9 +408,10 @@ RESERVED_OPS: tuple[str, ...] = (
     "blackboard.set",
     "blackboard.list",
     "blackboard.delete",
-    "approval.respond",
     "tool.register",
     "tool.result",
+    "thread.delete",
+    "thread.tree",
 )
 
 OPS_BY_NAME: dict[str, OpSpec] = {spec.name: spec for spec in OPS}

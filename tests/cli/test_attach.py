@@ -36,12 +36,12 @@ def terminals(tmp_path: Path) -> Iterator[list[Tmux]]:
         terminal.close()
 
 
-def attach(terminals: list[Tmux], state: Path, tmp_path: Path, tid: str, *extra: str) -> Tmux:
+def attach(terminals: list[Tmux], state: Path, tmp_path: Path, tid: str, *extra: str, ready: str = "idle ›") -> Tmux:
     directory = tmp_path / f"tmux{len(terminals)}"
     directory.mkdir()
     terminal = Tmux(directory, [ECHS, "--state-dir", str(state), "attach", tid, *extra], clean_env(state.parent, TERM="xterm-256color"))
     terminals.append(terminal)
-    terminal.wait_for("idle ›")
+    terminal.wait_for(ready)
     return terminal
 
 
@@ -118,3 +118,22 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(state: Path, tmp_path
         terminal.wait_for("EXITED 0")
         coloured = "\x1b[" in terminal.screen(escapes=True).split("EXITED")[0]
         assert coloured is (name == "colour"), name
+
+
+async def test_attach_shows_a_pending_approval_and_answers_it(state: Path, tmp_path: Path, terminals: list[Tmux]) -> None:
+    tid = new_thread(state, "--cwd", str(tmp_path), "--approval", "always")
+    calls = [[{"name": "exec_command", "arguments": {"cmd": f"touch {tmp_path / name}"}}] for name in ("said-yes", "said-no")]
+    async with client_for(state) as client:
+        await client.send(tid, mock_directive([{"calls": calls[0]}, {"calls": calls[1]}, {"text": "finished"}]))
+        screen = attach(terminals, state, tmp_path, tid, ready="approve exec_command? [y/n] ›")
+        assert "⚠ approve exec_command: touch" in screen.screen()
+        screen.type("y")
+        screen.keys("Enter")
+        await screen.await_for("approved: exec_command")
+        await screen.await_for(lambda text: text.count("⚠ approve exec_command") == 2)
+        screen.type("n")
+        screen.keys("Enter")
+        await screen.await_for("denied: exec_command")
+        await wait_event(client, tid, of_type("turn.completed"))
+        await screen.await_for("✓ turn completed")
+    assert (tmp_path / "said-yes").exists() and not (tmp_path / "said-no").exists()

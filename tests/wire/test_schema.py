@@ -15,7 +15,8 @@ CONTRACT_OPS = {
     "hello", "status", "thread.create", "thread.list", "thread.get", "thread.configure", "thread.send",
     "thread.interrupt", "thread.pause", "thread.resume", "thread.kill", "thread.history", "thread.events",
     "thread.compact", "subscribe", "unsubscribe", "blackboard.get", "blackboard.set", "blackboard.list",
-    "blackboard.delete", "approval.respond", "tool.register", "tool.result",
+    "blackboard.delete", "approval.respond", "tool.register", "tool.result", "approval.list", "thread.delete",
+    "thread.tree",
 }  # fmt: skip
 
 

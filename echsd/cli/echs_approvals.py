@@ -1,0 +1,67 @@
+"""Tool calls waiting for a person: ``approvals``, ``approve``, ``deny``."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from echsd.cli.echs_runtime import echo_json, json_option, options_of, run
+
+if TYPE_CHECKING:
+    from echsd.wire.client import Client
+
+
+def describe_request(request: dict[str, Any], now: float | None = None) -> str:
+    age = max(0.0, (now or time.time()) - float(request.get("requested_at") or 0))
+    return f"{request['request_id']}  {request['thread_id']}  {request['tool']}: {request['summary']}  ({age:.0f}s ago)"
+
+
+@click.command()
+@click.argument("thread_id", required=False)
+@json_option
+@click.pass_context
+def approvals(ctx: click.Context, thread_id: str | None) -> None:
+    """List tool calls waiting for approval (of one thread, or of all)."""
+    options = options_of(ctx)
+
+    async def action(client: Client) -> None:
+        pending = await client.approvals(thread_id=thread_id)
+        if options.json:
+            echo_json(pending)
+        elif not pending:
+            click.echo("no pending approvals")
+        else:
+            for request in pending:
+                click.echo(describe_request(request))
+
+    run(ctx, action)
+
+
+def _answer(ctx: click.Context, request_id: str, decision: str) -> None:
+    options = options_of(ctx)
+
+    async def action(client: Client) -> None:
+        result = await client.respond_approval(request_id, decision)
+        echo_json(result) if options.json else click.echo(f"{'approved' if decision == 'approve' else 'denied'} {request_id}")
+
+    run(ctx, action)
+
+
+@click.command()
+@click.argument("request_id")
+@json_option
+@click.pass_context
+def approve(ctx: click.Context, request_id: str) -> None:
+    """Let a pending tool call run."""
+    _answer(ctx, request_id, "approve")
+
+
+@click.command()
+@click.argument("request_id")
+@json_option
+@click.pass_context
+def deny(ctx: click.Context, request_id: str) -> None:
+    """Refuse a pending tool call (the model is told it was denied)."""
+    _answer(ctx, request_id, "deny")

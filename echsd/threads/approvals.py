@@ -1,0 +1,91 @@
+"""Tool calls waiting for a person's yes or no: the daemon's book of pending approvals.
+
+A call that its thread's ``approval`` policy holds back is announced as
+``approval.requested`` on the thread's event stream (so every client watching the thread
+sees it) and waits here until a client answers with ``approval.respond``, the wait times
+out (denied), or the turn is interrupted (cancelled). The outcome is logged as
+``approval.resolved``. Pending requests live in memory only: a daemon restart closes their
+turn as interrupted, which ends them too.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+import trio
+
+from echsd.errors import InvalidState, NotFound
+
+DECISIONS = ("approve", "deny")
+
+Announce = Callable[[str, dict[str, Any]], Awaitable[None]]  # (event type, data) on the thread's log
+
+
+def needs_approval(policy: str, writes: bool) -> bool:
+    """``always``: every call; ``on-write``: calls of tools that change files or run commands."""
+    return policy == "always" or (policy == "on-write" and writes)
+
+
+@dataclass(eq=False)
+class PendingApproval:
+    request_id: str
+    thread_id: str
+    turn_id: str
+    call_id: str
+    tool: str
+    arguments: Any
+    summary: str
+    requested_at: float = field(default_factory=time.time)
+    decision: str | None = None
+    answered: trio.Event = field(default_factory=trio.Event)
+
+    def to_object(self) -> dict[str, Any]:
+        return {
+            "request_id": self.request_id,
+            "thread_id": self.thread_id,
+            "turn_id": self.turn_id,
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "summary": self.summary,
+            "requested_at": self.requested_at,
+        }
+
+
+class ApprovalBook:
+    def __init__(self) -> None:
+        self._pending: dict[str, PendingApproval] = {}
+
+    async def ask(self, request: PendingApproval, announce: Announce, timeout_s: float) -> str:
+        """Announce ``request`` and wait for its answer: approve | deny | timeout | cancelled.
+
+        Cancellation (an interrupted turn) is recorded as ``cancelled`` and propagates.
+        """
+        self._pending[request.request_id] = request
+        decision = "cancelled"
+        try:
+            await announce("approval.requested", request.to_object())
+            with trio.move_on_after(timeout_s):
+                await request.answered.wait()
+            decision = request.decision or "timeout"
+            return decision
+        finally:
+            self._pending.pop(request.request_id, None)
+            with trio.CancelScope(shield=True):
+                await announce("approval.resolved", {"request_id": request.request_id, "call_id": request.call_id, "decision": decision})
+
+    def respond(self, request_id: str, decision: str) -> dict[str, Any]:
+        request = self._pending.get(request_id)
+        if request is None:
+            raise NotFound(f"no pending approval {request_id!r} (answered, timed out or cancelled already?)")
+        if request.decision is not None:
+            raise InvalidState(f"approval {request_id} was answered already ({request.decision})")
+        request.decision = decision
+        request.answered.set()
+        return {"request_id": request_id, "decision": decision, "thread_id": request.thread_id}
+
+    def pending(self, thread_id: str | None = None) -> list[dict[str, Any]]:
+        requests = sorted(self._pending.values(), key=lambda r: r.requested_at)
+        return [r.to_object() for r in requests if thread_id is None or r.thread_id == thread_id]
