@@ -13,7 +13,10 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from echsd.codex.catalog import ModelCatalog
 
 PROVIDERS = ("auto", "openai", "codex", "mock")
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
@@ -22,7 +25,8 @@ DEFAULT_BASE_URLS = {
     "openai": "https://api.openai.com/v1",
     "codex": "https://chatgpt.com/backend-api/codex",
 }
-DEFAULT_MODELS = {"openai": "gpt-5.1", "codex": "gpt-5.1-codex", "mock": "mock-model"}
+# What Codex itself defaults to (the ChatGPT backend retired gpt-5.1-codex); see echsd models.
+DEFAULT_MODELS = {"openai": "gpt-5.5", "codex": "gpt-5.5", "mock": "mock-model"}
 
 
 class SettingsError(ValueError):
@@ -76,6 +80,7 @@ class Settings:
     codex_home: Path
     openai_api_key: str | None = field(repr=False, default=None)
     tuning: Tuning = field(default_factory=Tuning)
+    catalog: ModelCatalog = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
     @property
     def db_path(self) -> Path:
@@ -196,7 +201,26 @@ def _tuning_from(table: Any, path: Path) -> Tuning:
     return Tuning(**values)
 
 
-_FILE_KEYS = {"listen", "provider", "base_url", "model", "allow_remote", "tuning"}
+_FILE_KEYS = {"listen", "provider", "base_url", "model", "allow_remote", "tuning", "models"}
+
+
+def _catalog_from(table: Any, path: Path) -> ModelCatalog:
+    """The shipped model catalog with the config file's ``[models."NAME"]`` tables merged in."""
+    from echsd.codex.catalog import CatalogError, load_catalog
+
+    try:
+        return load_catalog(table, where=str(path))
+    except CatalogError as exc:
+        raise SettingsError(f"invalid setting in {exc}") from None
+
+
+def load_catalog_setting(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> ModelCatalog:
+    """Only the model catalog (``echsd models``): the state dir's config file, nothing else checked."""
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    env = dict(os.environ if env is None else env)
+    state_dir = Path(flags["state_dir"]).expanduser() if "state_dir" in flags else default_state_dir(env)
+    config_path = state_dir / "config.toml"
+    return _catalog_from(_read_config_file(config_path).get("models"), config_path)
 
 
 def load_settings(
@@ -272,6 +296,8 @@ def load_settings(
     model = pick("model", "ECHS_MODEL") or DEFAULT_MODELS[provider]
     if not isinstance(model, str) or not model.strip():
         raise SettingsError(f"invalid setting 'model': {model!r}")
+    catalog = _catalog_from(file_values.get("models"), config_path)
+    catalog.get(model)  # an unknown default model is announced once, at start
 
     return Settings(
         state_dir=state_dir,
@@ -284,6 +310,7 @@ def load_settings(
         codex_home=home,
         openai_api_key=api_key,
         tuning=_tuning_from(file_values.get("tuning"), config_path),
+        catalog=catalog,
     )
 
 
