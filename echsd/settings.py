@@ -79,6 +79,8 @@ class Settings:
     allow_remote: bool
     codex_home: Path
     openai_api_key: str | None = field(repr=False, default=None)
+    openai_organization: str | None = None  # OPENAI_ORGANIZATION: the OpenAI-Organization header
+    openai_project: str | None = None  # OPENAI_PROJECT: the OpenAI-Project header
     tuning: Tuning = field(default_factory=Tuning)
     catalog: ModelCatalog = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
@@ -309,6 +311,8 @@ def load_settings(
         allow_remote=allow_remote,
         codex_home=home,
         openai_api_key=api_key,
+        openai_organization=env.get("OPENAI_ORGANIZATION") or None,
+        openai_project=env.get("OPENAI_PROJECT") or None,
         tuning=_tuning_from(file_values.get("tuning"), config_path),
         catalog=catalog,
     )

@@ -1,31 +1,45 @@
 """``ResponsesClient``: streaming ``POST /responses`` and ``POST /responses/compact``.
 
-Retry rules (the thread runtime relies on them):
-- Retried, with backoff: transport failures, 5xx, 429 and ``rate_limit_exceeded`` /
-  transient ``server_error`` events, but only while nothing has been yielded to the
-  caller. Once an event was handed out, every failure surfaces as-is (a retry would
-  replay output the caller has already acted on).
-- Never retried: other 4xx, ``usage_limit``, context-window errors, malformed streams.
-  A 401 gets one credential repair (``Auth.recover_unauthorized``) and one more try.
+The body follows the model catalog (``echsd.codex.shape``). Rules the thread runtime
+relies on:
+
+- Retried, with backoff: transport failures, 5xx, 429, ``rate_limit_exceeded`` and
+  transient ``server_error`` events. Before each wait the stream yields ``Retrying``.
+  Retries come from one ``RetryBudget`` per logical request (``retry_budget()``).
+- After output was yielded the client cannot retry by itself: a retryable failure then
+  raises ``OutputInterrupted`` (its retry already charged to the budget), and the caller
+  re-requests with ``stream(request, budget=same_budget)``; see ``OutputInterrupted``.
+- Never retried: other 4xx, usage limits, context-window errors. A 401 gets one
+  credential repair (``Auth.recover_unauthorized``) and one more try.
+- Two 400s get one corrected resend, announced by an event so the thread can remember:
+  "must be verified to generate reasoning summaries" (``SummaryUnavailable``, resent
+  without ``reasoning.summary``) and ``invalid_encrypted_content`` (``ReasoningDropped``,
+  resent without reasoning items).
+- Rate-limit headers and ``codex.rate_limits`` events become ``RateLimitsUpdated``.
+  ``Retrying``, ``RateLimitsUpdated`` and the two notices are not output.
 - ``trio.Cancelled`` is never caught: only our own exception types are.
 """
 
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
 from typing import AsyncGenerator, AsyncIterator, Mapping
 
 import orjson
 import trio
 
-from echsd.codex.classify import error_from_http
+from echsd.codex import ratelimits
+from echsd.codex.catalog import ModelCatalog, default_catalog
+from echsd.codex.classify import error_from_http, is_encrypted_content_refusal, is_summary_refusal
 from echsd.codex.endpoint import Endpoint
-from echsd.codex.errors import AuthFailed, ModelError, StreamBroken, UpstreamUnavailable
-from echsd.codex.events import StreamEvent
+from echsd.codex.errors import AuthFailed, ModelError, OutputInterrupted, StreamBroken, UpstreamUnavailable
+from echsd.codex.events import OUTPUT_EVENTS, RateLimitsUpdated, ReasoningDropped, StreamEvent, SummaryUnavailable
 from echsd.codex.http import HttpClient, StreamingResponse, TransportFailure
 from echsd.codex.reducer import ResponseReducer
 from echsd.codex.request import ResponsesRequest
-from echsd.codex.retry import Attempts, Backoff
+from echsd.codex.retry import Backoff, RetryBudget
+from echsd.codex.shape import FALLBACK_INSTRUCTIONS, Fallbacks, has_encrypted_reasoning, request_body, strip_reasoning_items
 from echsd.codex.sse import SseDecoder
 
 DRAIN_S = 1.0  # after response.completed, read the rest for this long so the connection is reused
@@ -36,43 +50,61 @@ class ResponsesClient:
         self,
         endpoint: Endpoint,
         *,
+        catalog: ModelCatalog | None = None,
         max_retries: int = 5,
         idle_timeout_s: float = 300.0,
         connect_timeout_s: float = 10.0,
         backoff: Backoff | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self.catalog = catalog or default_catalog()
         self.max_retries = max_retries
         self._backoff = backoff or Backoff()
         self._http = HttpClient(connect_timeout_s=connect_timeout_s, read_timeout_s=idle_timeout_s)
 
-    def stream(self, request: ResponsesRequest) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+    def retry_budget(self) -> RetryBudget:
+        """A fresh budget for one logical model request (keep it across re-requests)."""
+        return RetryBudget(self.max_retries, self._backoff, self.endpoint.responses_url)
+
+    def stream(
+        self, request: ResponsesRequest, *, budget: RetryBudget | None = None
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
         """``async with client.stream(req) as events: async for ev in events: ...``
 
         Leaving the block (normally, by ``break``, an exception or cancellation) closes
-        the HTTP stream.
+        the HTTP stream. Pass the same ``budget`` again to re-request after
+        ``OutputInterrupted``.
         """
-        return self._stream(request)
+        return self._stream(request, budget or self.retry_budget())
 
     @asynccontextmanager
-    async def _stream(self, request: ResponsesRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-        events = self._events(request)
+    async def _stream(self, request: ResponsesRequest, budget: RetryBudget) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+        events = self._events(request, budget)
         try:
             yield events
         finally:
             await events.aclose()
 
-    async def _events(self, request: ResponsesRequest) -> AsyncGenerator[StreamEvent, None]:
+    async def _events(self, request: ResponsesRequest, budget: RetryBudget) -> AsyncGenerator[StreamEvent, None]:
         url = self.endpoint.responses_url
-        body = orjson.dumps(request.body())
-        attempts = Attempts(self.max_retries, self._backoff, url)
+        info = self.catalog.get(request.model)
+        if budget.pending is not None:
+            retry, budget.pending = budget.pending, None
+            yield retry
+            await budget.wait(retry)
+        fallbacks = Fallbacks()
         reauthorized = False
         while True:
+            payload = request_body(request, info, fallbacks)
+            body = orjson.dumps(payload)
             delivered = False
             sent: dict[str, str] = {}
             try:
-                sent = await self._headers("text/event-stream")
+                sent = await self._headers("text/event-stream", request.session_id)
                 async with self._http.stream_post(url, body, sent) as response:
+                    limits = ratelimits.from_headers(response.headers)
+                    if limits:
+                        yield RateLimitsUpdated(tuple(limits))
                     if response.status != 200:
                         raise error_from_http(response.status, response.headers, await response.read(), url=url)
                     decoder, reducer = SseDecoder(), ResponseReducer()
@@ -82,7 +114,7 @@ class ResponsesClient:
                             event = reducer.feed(sse)
                             if event is None:
                                 continue
-                            delivered = True
+                            delivered = delivered or isinstance(event, OUTPUT_EVENTS)
                             yield event
                             if reducer.completed is not None:
                                 await _drain(response)
@@ -94,23 +126,38 @@ class ResponsesClient:
                 error = _from_transport(exc, delivered)
             except ModelError as exc:
                 error = exc
-            if delivered:
-                raise error
-            if not reauthorized and await self._reauthorize(error, sent):
+            corrected = None if delivered else _corrected(error, payload, fallbacks)
+            if corrected is not None:
+                fallbacks, notice = corrected
+                yield notice
+                continue
+            if not delivered and not reauthorized and await self._reauthorize(error, sent):
                 reauthorized = True
                 continue
-            await attempts.after_failure(error)
+            retry = budget.charge(error)  # raises the final error when not retryable or spent
+            if delivered:
+                budget.pending = retry
+                raise OutputInterrupted(
+                    f"the stream broke after output started ({retry.reason}); "
+                    f"retry {retry.attempt} of {retry.max_retries} in {retry.delay_s:.1f} s",
+                    attempt=retry.attempt,
+                    delay_s=retry.delay_s,
+                    cause=error,
+                ) from error
+            yield retry
+            await budget.wait(retry)
 
-    async def compact(self, *, model: str, instructions: str, input: list[dict]) -> list[dict]:
+    async def compact(self, *, model: str, instructions: str, input: list[dict], session_id: str | None = None) -> list[dict]:
         """``POST <base>/responses/compact``: the items that replace ``input`` in history."""
         url = self.endpoint.compact_url
+        instructions = instructions if instructions.strip() else FALLBACK_INSTRUCTIONS
         body = orjson.dumps({"model": model, "instructions": instructions, "input": input})
-        attempts = Attempts(self.max_retries, self._backoff, url)
+        budget = RetryBudget(self.max_retries, self._backoff, url)
         reauthorized = False
         while True:
             sent: dict[str, str] = {}
             try:
-                sent = await self._headers("application/json")
+                sent = await self._headers("application/json", session_id)
                 status, headers, raw = await self._http.post(url, body, sent)
                 if status != 200:
                     raise error_from_http(status, headers, raw, url=url)
@@ -122,13 +169,15 @@ class ResponsesClient:
             if not reauthorized and await self._reauthorize(error, sent):
                 reauthorized = True
                 continue
-            await attempts.after_failure(error)
+            await budget.wait(budget.charge(error))
 
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def _headers(self, accept: str) -> dict[str, str]:
+    async def _headers(self, accept: str, session_id: str | None) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": accept, **self.endpoint.headers}
+        if session_id:
+            headers["session_id"] = session_id
         headers.update(await self.endpoint.auth.headers(self._http))
         return headers
 
@@ -138,13 +187,25 @@ class ResponsesClient:
         return await self.endpoint.auth.recover_unauthorized(self._http, sent)
 
 
+def _corrected(
+    error: ModelError, sent: dict, fallbacks: Fallbacks
+) -> tuple[Fallbacks, SummaryUnavailable | ReasoningDropped] | None:
+    """The one resend a refusal of the ``sent`` body allows (each at most once), or None."""
+    if is_summary_refusal(error) and "summary" in sent.get("reasoning", {}):
+        return replace(fallbacks, drop_summary=True), SummaryUnavailable(error.message)
+    if is_encrypted_content_refusal(error) and has_encrypted_reasoning(sent["input"]):
+        _, removed = strip_reasoning_items(sent["input"])
+        return replace(fallbacks, strip_reasoning=True), ReasoningDropped(removed, error.message)
+    return None
+
+
 def _from_transport(exc: TransportFailure, delivered: bool) -> ModelError:
     if exc.kind == "connect":
         error: ModelError = UpstreamUnavailable(exc.message, retryable=True)
     elif delivered and exc.kind == "timeout":
-        error = StreamBroken(f"the stream stalled: {exc.message}")
+        error = StreamBroken(f"the stream stalled: {exc.message}", retryable=True)
     elif delivered:
-        error = StreamBroken(f"the stream was cut off before response.completed: {exc.message}")
+        error = StreamBroken(f"the stream was cut off before response.completed: {exc.message}", retryable=True)
     else:
         error = StreamBroken(exc.message, retryable=True)
     error.__cause__ = exc

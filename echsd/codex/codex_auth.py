@@ -27,7 +27,7 @@ from echsd.codex.auth_file import (
     read_tokens,
     write_tokens,
 )
-from echsd.codex.classify import error_fields
+from echsd.codex.classify import parse_error_body
 from echsd.codex.errors import AuthFailed, UpstreamUnavailable
 from echsd.codex.http import HttpClient, TransportFailure
 from echsd.logs import get_logger, register_secret
@@ -97,9 +97,10 @@ class CodexAuth:
         except TransportFailure as exc:
             raise UpstreamUnavailable(f"cannot refresh the ChatGPT login: {exc.message}") from exc
         if status != 200:
-            code, detail = error_fields(raw)
+            fields = parse_error_body(raw)
+            detail = fields.message
             reason = f"{self.refresh_url} answered HTTP {status}" + (f" ({detail})" if detail else "")
-            if status in (400, 401, 403) or code in _PERMANENT_CODES:
+            if status in (400, 401, 403) or fields.kinds & _PERMANENT_CODES:
                 raise AuthFailed(f"the ChatGPT login could not be refreshed: {reason}; run `codex login`")
             raise UpstreamUnavailable(f"cannot refresh the ChatGPT login: {reason}")
         try:

@@ -4,12 +4,25 @@ The reducer turns the Responses API's SSE events into these; the thread runtime 
 them in order. Deltas are for live display only: ``ItemDone`` carries each finished item
 in the exact shape it must be sent back as input next time, and ``Completed.output`` lists
 all of them in order.
+
+Besides the model's output (``OUTPUT_EVENTS``) the client reports what happens on the way,
+for the thread to show and remember; none of these is output:
+
+- ``Retrying``: a retry is about to wait ``delay_s`` (-> ``turn.retry``);
+- ``RateLimitsUpdated``: the account's limits from headers or ``codex.rate_limits``
+  (-> ``account.rate_limits``);
+- ``SummaryUnavailable``: the organisation may not have reasoning summaries; the request
+  is being resent without one (the thread should send ``reasoning_summary=None`` from now on);
+- ``ReasoningDropped``: the upstream refused reasoning items made by another model; the
+  request is being resent without reasoning items (the thread may drop them from history).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Union
+
+from echsd.codex.ratelimits import RateLimits
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,4 +84,43 @@ class Completed:
     output: list[dict] = field(default_factory=list)
 
 
-StreamEvent = Union[TextDelta, ReasoningDelta, ArgumentsDelta, ItemAdded, ItemDone, Completed]
+@dataclass(frozen=True, slots=True)
+class Retrying:
+    """Emitted before the client waits for another attempt (``attempt`` counts from 1)."""
+
+    attempt: int
+    max_retries: int
+    delay_s: float
+    reason: str  # one line: what failed
+    code: str  # the ModelError code of the failure
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitsUpdated:
+    limits: tuple[RateLimits, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryUnavailable:
+    message: str  # the upstream's refusal
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDropped:
+    removed: int  # reasoning items left out of the resent request
+    message: str  # the upstream's refusal
+
+
+OUTPUT_EVENTS = (TextDelta, ReasoningDelta, ArgumentsDelta, ItemAdded, ItemDone, Completed)
+StreamEvent = Union[
+    TextDelta,
+    ReasoningDelta,
+    ArgumentsDelta,
+    ItemAdded,
+    ItemDone,
+    Completed,
+    Retrying,
+    RateLimitsUpdated,
+    SummaryUnavailable,
+    ReasoningDropped,
+]

@@ -2,8 +2,9 @@
 
 Fed one ``SseEvent`` at a time, it returns the typed event to hand to the caller (or
 None), raises a ``ModelError`` for ``response.failed`` / ``response.incomplete`` /
-``error`` and for anything malformed (``StreamBroken``, never another exception type),
-and ignores event types it does not know. ``finish()`` at end of stream raises
+``error`` and for a known event of the wrong shape (``StreamBroken``, never another
+exception type), and ignores event types it does not know. A ``data:`` line that is not
+a JSON object is skipped with a warning, as Codex does (``skipped`` counts them). ``finish()`` at end of stream raises
 ``StreamBroken`` unless ``response.completed`` was seen. Event shapes follow the OpenAI
 Responses streaming reference; the event kind is the JSON ``type`` (what the API and
 openai/codex rely on), falling back to the SSE ``event:`` name.
@@ -15,19 +16,24 @@ from typing import Any, Callable
 
 import orjson
 
-from echsd.codex.classify import error_from_code
+from echsd.codex import ratelimits
+from echsd.codex.classify import error_from_event
 from echsd.codex.errors import ResponseIncomplete, StreamBroken
 from echsd.codex.events import (
     ArgumentsDelta,
     Completed,
     ItemAdded,
     ItemDone,
+    RateLimitsUpdated,
     ReasoningDelta,
     StreamEvent,
     TextDelta,
     Usage,
 )
 from echsd.codex.sse import SseEvent
+from echsd.logs import get_logger
+
+log = get_logger(__name__)
 
 # Output item types whose "id"/"status" must not be resent with store=false (as openai/codex does).
 _STRIP_ID = frozenset({"message", "reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
@@ -63,6 +69,7 @@ class ResponseReducer:
         self._response_id: str | None = None
         self._done: dict[int, dict] = {}
         self._arguments: dict[str, list[str]] = {}
+        self.skipped = 0  # data lines that were not JSON objects
 
     def feed(self, sse: SseEvent) -> StreamEvent | None:
         if self.completed is not None:
@@ -73,9 +80,11 @@ class ResponseReducer:
         try:
             event = orjson.loads(data)
         except orjson.JSONDecodeError:
-            raise StreamBroken(f"malformed event from upstream (not JSON): {_preview(data)}") from None
+            event = None
         if not isinstance(event, dict):
-            raise StreamBroken(f"malformed event from upstream (not an object): {_preview(data)}")
+            self.skipped += 1
+            log.warning("skipped an SSE data line that is not a JSON object", sse_event=sse.event, data=_preview(data))
+            return None
         kind = event.get("type") or sse.event
         handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
         return handler(self, event) if handler is not None else None
@@ -132,8 +141,7 @@ class ResponseReducer:
     def _failed(self, event: dict) -> None:
         response = _dict(event, "response")
         error = response.get("error")
-        code, message = _code_message(error if isinstance(error, dict) else {})
-        raise error_from_code(code, message or "the upstream reported response.failed")
+        raise error_from_event(error if isinstance(error, dict) else {}, fallback="the upstream reported response.failed")
 
     def _incomplete(self, event: dict) -> None:
         response = _dict(event, "response")
@@ -144,8 +152,12 @@ class ResponseReducer:
 
     def _error(self, event: dict) -> None:
         nested = event.get("error")
-        code, message = _code_message(nested if isinstance(nested, dict) else event)
-        raise error_from_code(code, message or "the upstream sent an error event")
+        payload = nested if isinstance(nested, dict) else {k: v for k, v in event.items() if k != "type"}
+        raise error_from_event(payload, fallback="the upstream sent an error event")
+
+    def _rate_limits(self, event: dict) -> RateLimitsUpdated | None:
+        limits = ratelimits.from_event(event)
+        return RateLimitsUpdated((limits,)) if limits is not None else None
 
 
 _HANDLERS: dict[str, Callable[[ResponseReducer, dict], Any]] = {
@@ -160,6 +172,7 @@ _HANDLERS: dict[str, Callable[[ResponseReducer, dict], Any]] = {
     "response.failed": ResponseReducer._failed,
     "response.incomplete": ResponseReducer._incomplete,
     "error": ResponseReducer._error,
+    "codex.rate_limits": ResponseReducer._rate_limits,
 }
 
 
@@ -191,11 +204,6 @@ def _dict(event: dict, field: str) -> dict:
     if not isinstance(value, dict):
         raise _malformed(event, field, "an object")
     return value
-
-
-def _code_message(error: dict) -> tuple[str | None, str | None]:
-    code, message = error.get("code"), error.get("message")
-    return (code if isinstance(code, str) else None), (message if isinstance(message, str) else None)
 
 
 def _count(value: Any, field: str) -> int:

@@ -1,9 +1,12 @@
-"""The request the thread runtime hands to ``ResponsesClient.stream``."""
+"""The request the thread runtime hands to ``ResponsesClient.stream``.
+
+It says what the thread wants; ``echsd.codex.shape`` decides, from the model catalog,
+what of it the body may carry (``shape.request_body``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 
 @dataclass
@@ -12,33 +15,8 @@ class ResponsesRequest:
     instructions: str
     input: list[dict]
     tools: list[dict] = field(default_factory=list)
-    parallel_tool_calls: bool = True
+    parallel_tool_calls: bool = True  # allowed; sent only with tools, and only if the model has them
     reasoning_effort: str | None = None  # none|minimal|low|medium|high|xhigh; None omits "reasoning"
-    reasoning_summary: str | None = "auto"
+    reasoning_summary: str | None = "auto"  # sent only where the model (and the organisation) has summaries
     prompt_cache_key: str | None = None
-
-    def body(self) -> dict[str, Any]:
-        """The JSON body of ``POST /responses``.
-
-        Stateless on purpose (``store: false``): the daemon owns the history and resends it
-        each time, so reasoning must travel as ``encrypted_content``.
-        """
-        body: dict[str, Any] = {
-            "model": self.model,
-            "instructions": self.instructions,
-            "input": self.input,
-            "tools": self.tools,
-            "tool_choice": "auto",
-            "parallel_tool_calls": self.parallel_tool_calls,
-            "store": False,
-            "stream": True,
-            "include": ["reasoning.encrypted_content"],
-        }
-        if self.reasoning_effort is not None:
-            reasoning: dict[str, str] = {"effort": self.reasoning_effort}
-            if self.reasoning_summary is not None:
-                reasoning["summary"] = self.reasoning_summary
-            body["reasoning"] = reasoning
-        if self.prompt_cache_key:
-            body["prompt_cache_key"] = self.prompt_cache_key
-        return body
+    session_id: str | None = None  # the thread id: the `session_id` header, for cache affinity

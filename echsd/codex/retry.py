@@ -13,6 +13,7 @@ from typing import Awaitable, Callable
 import trio
 
 from echsd.codex.errors import ModelError, RateLimited, UpstreamUnavailable
+from echsd.codex.events import Retrying
 from echsd.logs import get_logger
 
 log = get_logger(__name__)
@@ -39,17 +40,24 @@ class Backoff:
         return max(0.0, computed * (1.0 + self.jitter * (2.0 * self.rng.random() - 1.0)))
 
 
-class Attempts:
-    """Counts failed attempts of one logical request and waits between them."""
+class RetryBudget:
+    """The retries one logical model request may spend, across re-requests.
+
+    The client charges every retryable failure here and gets back the ``Retrying`` event to
+    emit before waiting. A caller that re-requests after ``OutputInterrupted`` passes the
+    same budget to the next ``stream``, which then emits the ``pending`` retry and waits
+    before sending, so every retry of the request is counted and shown the same way.
+    """
 
     def __init__(self, max_retries: int, backoff: Backoff, what: str) -> None:
         self.max_retries = max_retries
         self.backoff = backoff
         self.what = what
         self.failures = 0
+        self.pending: Retrying | None = None  # charged, not yet waited for (after OutputInterrupted)
 
-    async def after_failure(self, error: ModelError) -> None:
-        """Wait before the next attempt, or raise: ``error`` itself when it is final,
+    def charge(self, error: ModelError) -> Retrying:
+        """The next retry for ``error``, or raise: ``error`` itself when it is final,
         ``RateLimited`` / ``UpstreamUnavailable`` (with the cause) when retries ran out."""
         if not error.retryable:
             raise error
@@ -57,15 +65,19 @@ class Attempts:
         if self.failures > self.max_retries:
             raise _exhausted(error, self.what, self.failures) from error
         delay = self.backoff.delay(self.failures, error.retry_after)
+        reason = " ".join(error.message.split())
         log.warning(
             "model request failed, retrying",
             target=self.what,
             attempt=self.failures,
             delay_s=round(delay, 3),
             error=error.code,
-            detail=error.message,
+            detail=reason,
         )
-        await self.backoff.sleep(delay)
+        return Retrying(self.failures, self.max_retries, delay, reason[:300], error.code)
+
+    async def wait(self, retry: Retrying) -> None:
+        await self.backoff.sleep(retry.delay_s)
 
 
 def _exhausted(error: ModelError, what: str, attempts: int) -> ModelError:

@@ -16,6 +16,7 @@ from echsd.codex import (
     StreamEvent,
     TextDelta,
 )
+from echsd.codex.events import OUTPUT_EVENTS
 
 
 @dataclass
@@ -50,6 +51,19 @@ def client_for(base_url: str, backoff: Backoff | None = None, **kwargs: Any) -> 
     return ResponsesClient(Endpoint(base_url), backoff=backoff or RecordingBackoff(), **kwargs)
 
 
+async def collect_with(client: ResponsesClient, req: ResponsesRequest, budget: Any) -> tuple[list[StreamEvent], Exception | None]:
+    """Like ``collect_until_error`` with an explicit retry budget (re-requests share it)."""
+    events: list[StreamEvent] = []
+    with trio.fail_after(10):
+        try:
+            async with client.stream(req, budget=budget) as stream:
+                async for event in stream:
+                    events.append(event)
+        except Exception as exc:  # noqa: BLE001 - the test inspects it
+            return events, exc
+    return events, None
+
+
 async def collect(client: ResponsesClient, req: ResponsesRequest) -> list[StreamEvent]:
     events: list[StreamEvent] = []
     with trio.fail_after(10):
@@ -61,6 +75,15 @@ async def collect(client: ResponsesClient, req: ResponsesRequest) -> list[Stream
 
 def text_of(events: list[StreamEvent]) -> str:
     return "".join(e.delta for e in events if isinstance(e, TextDelta))
+
+
+def output_of(events: list[StreamEvent]) -> list[StreamEvent]:
+    """The model's output among the events (no retries, rate limits or notices)."""
+    return [e for e in events if isinstance(e, OUTPUT_EVENTS)]
+
+
+def of_type(events: list[StreamEvent], kind: type) -> list:
+    return [e for e in events if isinstance(e, kind)]
 
 
 async def collect_until_error(client: ResponsesClient, req: ResponsesRequest) -> tuple[list[StreamEvent], Exception | None]:

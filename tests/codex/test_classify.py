@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import random
+from datetime import UTC, datetime
 
 import pytest
 
@@ -16,7 +17,17 @@ from echsd.codex import (
     UpstreamUnavailable,
     UsageLimitReached,
 )
-from echsd.codex.classify import error_from_http, parse_retry_after, parse_try_again
+from echsd.codex.classify import (
+    ErrorBody,
+    error_from_event,
+    error_from_http,
+    error_object,
+    is_encrypted_content_refusal,
+    is_summary_refusal,
+    parse_retry_after,
+    parse_try_again,
+    usage_limit,
+)
 
 
 @pytest.mark.parametrize(
@@ -76,3 +87,49 @@ def test_backoff_grows_with_jitter_and_honours_hints() -> None:
         assert 0.75 * nominal <= backoff.delay(attempt) <= 1.25 * nominal
     assert backoff.delay(1, hint=12.0) == 12.0
     assert backoff.delay(1, hint=10_000.0) == backoff.max_hint_s
+
+
+def test_error_type_classifies_when_code_is_absent() -> None:
+    usage = (
+        b'{"error": {"type": "usage_limit_reached", "message": "The usage limit has been reached",'
+        b' "plan_type": "plus", "resets_at": 1800003600, "resets_in_seconds": 3600}}'
+    )
+    error = error_from_http(429, {}, usage, url="u")
+    assert isinstance(error, UsageLimitReached) and error.upstream_type == "usage_limit_reached" and error.upstream_code is None
+    assert (error.resets_at, error.resets_in_seconds, error.plan_type) == (1_800_003_600, 3600, "plus")
+    assert "(plan plus); resets in 1 h, at 2027-01-15 09:00 UTC" in error.message
+    not_included = error_from_http(400, {}, b'{"error": {"type": "usage_not_included", "message": "upgrade"}}', url="u")
+    assert isinstance(not_included, UsageLimitReached)
+    context = error_from_event({"type": "context_length_exceeded", "message": "long"}, fallback="x")
+    assert isinstance(context, ContextWindowExceeded) and context.upstream_type == "context_length_exceeded"
+
+
+def test_usage_limit_reset_times_are_completed_from_either_field() -> None:
+    now = 1_800_000_000.0
+    from_delay = usage_limit(ErrorBody(type="usage_limit_reached", resets_in_seconds=90), "limit", now=now)
+    assert from_delay.resets_at == now + 90 and "resets in 2 min" in from_delay.message
+    from_time = usage_limit(ErrorBody(type="usage_limit_reached", resets_at=now + 2 * 86400 + 3600), "limit", now=now)
+    assert from_time.resets_in_seconds == 2 * 86400 + 3600 and "resets in 2 d 1 h" in from_time.message
+    iso = error_object({"type": "usage_limit_reached", "resets_at": "2027-01-15T08:00:00Z"})
+    assert iso.resets_at == datetime(2027, 1, 15, 8, tzinfo=UTC).timestamp()
+    assert usage_limit(ErrorBody(type="usage_limit_reached"), "limit", now=now).message == "limit"
+
+
+def test_refusals_the_client_corrects() -> None:
+    summary = error_from_http(400, {}, (
+        b'{"error": {"message": "Your organization must be verified to generate reasoning summaries.",'
+        b' "type": "invalid_request_error", "param": "reasoning.summary", "code": "unsupported_value"}}'
+    ), url="u")
+    assert is_summary_refusal(summary) and summary.param == "reasoning.summary" and not is_encrypted_content_refusal(summary)
+    encrypted = error_from_http(400, {}, (
+        b'{"error": {"message": "The encrypted content gAAA...DQ== could not be verified.",'
+        b' "type": "invalid_request_error", "param": null, "code": "invalid_encrypted_content"}}'
+    ), url="u")
+    assert is_encrypted_content_refusal(encrypted) and not is_summary_refusal(encrypted)
+    other = error_from_http(400, {}, body("unsupported_value", "nope"), url="u")
+    assert not is_summary_refusal(other) and not is_encrypted_content_refusal(other)
+
+
+def test_backend_detail_bodies() -> None:
+    error = error_from_http(400, {}, b'{"detail": "Instructions are required"}', url="u")
+    assert isinstance(error, BadModelRequest) and error.message.endswith("HTTP 400: Instructions are required")

@@ -11,6 +11,7 @@ from echsd.codex import (
     ApiKeyAuth,
     AuthFailed,
     ContextWindowExceeded,
+    Retrying,
     Endpoint,
     RateLimited,
     ResponseFailed,
@@ -27,6 +28,8 @@ from tests.codex.helpers import (
     collect,
     collect_until_error,
     directive,
+    of_type,
+    output_of,
     request,
     text_of,
     user,
@@ -44,7 +47,13 @@ async def test_http_5xx_is_retried_then_succeeds(mock: MockUpstream, backoff: Re
 async def test_http_503_exhausts_retries(mock: MockUpstream, backoff: RecordingBackoff) -> None:
     client = client_for(mock.base_url, backoff, max_retries=2)
     events, error = await collect_until_error(client, request(directive({"fault": {"type": "http", "status": 503, "message": "overloaded"}})))
-    assert events == [] and isinstance(error, UpstreamUnavailable)
+    assert output_of(events) == [] and isinstance(error, UpstreamUnavailable)
+    retries = of_type(events, Retrying)
+    assert [(r.attempt, r.max_retries, r.delay_s, r.code) for r in retries] == [
+        (1, 2, backoff.delays[0], "upstream_unavailable"),
+        (2, 2, backoff.delays[1], "upstream_unavailable"),
+    ]
+    assert "HTTP 503: overloaded" in retries[0].reason
     assert "after 3 attempts" in error.message and "overloaded" in error.message
     assert isinstance(error.cause, UpstreamUnavailable) and error.cause.status == 503
     assert len(mock.requests) == 3 and len(backoff.delays) == 2
@@ -108,13 +117,12 @@ async def test_stall_before_output_is_retried(mock: MockUpstream, backoff: Recor
     assert text_of(events) == "awake" and len(mock.requests) == 2
 
 
-async def test_malformed_event_is_stream_broken_and_not_retried(mock: MockUpstream, backoff: RecordingBackoff) -> None:
+async def test_malformed_line_ending_the_body_is_a_stream_cut_short(mock: MockUpstream, backoff: RecordingBackoff) -> None:
+    """A non-JSON data line is skipped; the body then ends early: retried, then reported."""
     client = client_for(mock.base_url, backoff)
-    _, error = await collect_until_error(client, request(directive({"text": "x y", "fault": "malformed", "after_deltas": 1})))
-    assert isinstance(error, StreamBroken) and "not JSON" in error.message
     _, error = await collect_until_error(client, request(directive({"text": "x y", "fault": "malformed"})))
-    assert isinstance(error, StreamBroken)
-    assert len(mock.requests) == 2 and backoff.delays == []
+    assert isinstance(error, UpstreamUnavailable) and isinstance(error.cause, StreamBroken)
+    assert "before response.completed" in error.message
 
 
 @pytest.mark.parametrize(

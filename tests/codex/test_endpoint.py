@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from echsd.codex import (
-    ApiKeyAuth,
-    CodexAuth,
-    NoAuth,
-    ResponsesRequest,
-    endpoint_from_settings,
-)
+from echsd import __version__
+from echsd.codex import ApiKeyAuth, CodexAuth, NoAuth, endpoint_from_settings
 from echsd.settings import load_settings
 
 
@@ -51,11 +47,19 @@ def test_mock_needs_the_callers_url(tmp_path: Path) -> None:
         endpoint_from_settings(mock)
 
 
-def test_request_body_defaults() -> None:
-    body = ResponsesRequest(model="m", instructions="i", input=[]).body()
-    assert body == {
-        "model": "m", "instructions": "i", "input": [], "tools": [], "tool_choice": "auto", "parallel_tool_calls": True,
-        "store": False, "stream": True, "include": ["reasoning.encrypted_content"],
-    }
-    reasoning = ResponsesRequest(model="m", instructions="i", input=[], reasoning_effort="low", reasoning_summary=None).body()
-    assert reasoning["reasoning"] == {"effort": "low"}
+def test_codex_provider_introduces_itself_as_codex_does(tmp_path: Path) -> None:
+    (tmp_path / "codex").mkdir()
+    (tmp_path / "codex" / "auth.json").write_text(json.dumps({"tokens": {"access_token": "a", "refresh_token": "r"}}))
+    headers = endpoint_from_settings(settings(tmp_path, {}, OPENAI_ORGANIZATION="org-x")).headers
+    assert headers["originator"] == "codex_cli_rs"
+    assert re.fullmatch(r"codex_cli_rs/\d+\.\d+\.\d+ \([^;()]+ [^;()]+; [^;()]+\) echsd/" + re.escape(__version__), headers["User-Agent"])
+    assert "OpenAI-Organization" not in headers  # an API header, not a ChatGPT one
+
+
+def test_openai_provider_sends_organization_and_project(tmp_path: Path) -> None:
+    plain = endpoint_from_settings(settings(tmp_path, {"provider": "openai"}, OPENAI_API_KEY="sk-1")).headers
+    assert plain["User-Agent"].startswith(f"echsd/{__version__} (") and "originator" not in plain
+    assert "OpenAI-Organization" not in plain and "OpenAI-Project" not in plain
+    env = {"OPENAI_API_KEY": "sk-1", "OPENAI_ORGANIZATION": "org-abc", "OPENAI_PROJECT": "proj_def"}
+    headers = endpoint_from_settings(settings(tmp_path, {"provider": "openai"}, **env)).headers
+    assert headers["OpenAI-Organization"] == "org-abc" and headers["OpenAI-Project"] == "proj_def"

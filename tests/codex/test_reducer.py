@@ -17,6 +17,7 @@ from echsd.codex import (
     ItemDone,
     ModelError,
     RateLimited,
+    RateLimitsUpdated,
     ReasoningDelta,
     ResponseFailed,
     ResponseIncomplete,
@@ -169,7 +170,7 @@ def test_incomplete_carries_reason_and_partial_output() -> None:
 @pytest.mark.parametrize(
     "stream",
     [
-        b"data: {not json\n\n",
+        b"data: {not json\n\n",  # skipped, then the stream ends without response.completed
         b"data: [1, 2]\n\n",
         sse({"type": "response.output_text.delta", "item_id": 5, "delta": "x"}),
         sse({"type": "response.output_text.delta", "item_id": "m", "output_index": "0", "delta": "x"}),
@@ -181,6 +182,25 @@ def test_incomplete_carries_reason_and_partial_output() -> None:
 def test_malformed_or_cut_streams_are_stream_broken(stream: bytes) -> None:
     _, error = run(stream)
     assert isinstance(error, StreamBroken)
+
+
+def test_non_json_lines_are_skipped_and_counted() -> None:
+    good = render(Step(text="a b"))
+    head, tail = good.split(b"event: response.output_item.added", 1)
+    events, error = run(head, b"data: {not json\n\n", b"data: 42\n\n", b"event: response.output_item.added" + tail)
+    assert error is None and isinstance(events[-1], Completed)
+    assert "".join(e.delta for e in events if isinstance(e, TextDelta)) == "a b"
+    reducer = ResponseReducer()
+    for sse_event in SseDecoder().feed(b"data: {not json\n\ndata: [1]\n\n"):
+        assert reducer.feed(sse_event) is None
+    assert reducer.skipped == 2
+
+
+def test_rate_limits_event_becomes_a_notice() -> None:
+    payload = {"type": "codex.rate_limits", "rate_limits": {"primary": {"used_percent": 3.5, "window_minutes": 60}}}
+    events, error = run(sse(payload), render(Step(text="ok")))
+    assert error is None and isinstance(events[0], RateLimitsUpdated)
+    assert events[0].limits[0].primary is not None and events[0].limits[0].primary.used_percent == 3.5
 
 
 _steps = st.builds(
