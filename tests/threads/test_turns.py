@@ -132,13 +132,13 @@ async def test_config_hot_swap_applies_to_next_request(daemon: Any, workdir: Any
     tid = thread["thread_id"]
     other = workdir / "other"
     other.mkdir()
-    updated = await daemon.service.configure(tid, {"model": "model-b", "reasoning": "high", "cwd": str(other), "tools": []})
-    assert updated["config"]["model"] == "model-b" and updated["config"]["tools"] == []
+    updated = await daemon.service.configure(tid, {"model": "gpt-5.4", "reasoning": "high", "cwd": str(other), "tools": []})
+    assert updated["config"]["model"] == "gpt-5.4" and updated["config"]["tools"] == []
     async with Watch(daemon, tid) as watch:
         await daemon.service.send(tid, "hi")
         await watch.wait_type("turn.completed")
     body = mock_upstream.requests[-1].body
-    assert body["model"] == "model-b"
+    assert body["model"] == "gpt-5.4"
     assert body["reasoning"]["effort"] == "high"
     assert body["instructions"] == f"work in {other}"
     assert body.get("tools", []) == []
