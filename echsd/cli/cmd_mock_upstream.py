@@ -17,13 +17,16 @@ from echsd.codex.mock import MockUpstream, ScriptError, load_script
 @click.option("--script", type=click.Path(dir_okay=False), help="Script file (JSON or .toml), see docs/mock-upstream.md.")
 @click.option("--require-token", help="Require 'Authorization: Bearer TOKEN' on model requests.")
 def mock_upstream(host: str, port: int, script: str | None, require_token: str | None) -> None:
-    """Serve the Responses API from a script until SIGTERM/SIGINT; first line out: LISTENING <port>."""
+    """Serve the Responses API from a script until SIGTERM/SIGINT; first line out: LISTENING <port>.
+
+    Unlike the daemon's built-in mock, this one serves /_mock/requests and /_mock/reset.
+    """
     try:
         loaded = load_script(script) if script else None
     except ScriptError as exc:
         click.echo(f"echsd mock-upstream: {exc}", err=True)
         raise SystemExit(2) from None
-    code = trio.run(_serve, MockUpstream(loaded, require_token=require_token, host=host, port=port))
+    code = trio.run(_serve, MockUpstream(loaded, require_token=require_token, host=host, port=port, inspect=True))
     raise SystemExit(code)
 
 

@@ -71,8 +71,10 @@ async def test_single_function_call_then_next_step(mock: MockUpstream) -> None:
     history = [directive(script), *first[-1].output, {"type": "function_call_output", "call_id": "call_a", "output": "a b"}]
     second = await collect(client, request(*history))
     assert text_of(second) == "all done"
+    after = await collect(client, request(*history, *second[-1].output, {"type": "function_call_output", "call_id": "x", "output": ""}))
+    assert text_of(after) == "done"  # the script ran out, and no new message came
     third = await collect(client, request(*history, *second[-1].output, user("more?")))
-    assert text_of(third) == "done"
+    assert text_of(third) == "mock reply to: more?"  # a later plain message gets the plain reply
     await client.aclose()
 
 

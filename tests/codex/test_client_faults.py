@@ -10,7 +10,9 @@ import trio
 from echsd.codex import (
     ApiKeyAuth,
     AuthFailed,
+    Completed,
     ContextWindowExceeded,
+    OutputInterrupted,
     Retrying,
     Endpoint,
     RateLimited,
@@ -27,6 +29,7 @@ from tests.codex.helpers import (
     client_for,
     collect,
     collect_until_error,
+    collect_with,
     directive,
     of_type,
     output_of,
@@ -92,20 +95,21 @@ async def test_drop_before_any_event_is_retried(mock: MockUpstream, backoff: Rec
     assert len(mock.requests) == 2 and len(backoff.delays) == 1
 
 
-async def test_drop_after_deltas_surfaces_stream_broken(mock: MockUpstream, backoff: RecordingBackoff) -> None:
+async def test_drop_after_deltas_is_output_interrupted(mock: MockUpstream, backoff: RecordingBackoff) -> None:
     client = client_for(mock.base_url, backoff)
     step = {"text": "one two three four", "fault": "drop", "after_deltas": 2}
     events, error = await collect_until_error(client, request(directive(step)))
     assert text_of(events) == "one two "
-    assert isinstance(error, StreamBroken) and "cut off" in error.message
-    assert len(mock.requests) == 1 and backoff.delays == []
+    assert isinstance(error, OutputInterrupted) and isinstance(error, StreamBroken) and "cut off" in error.message
+    assert error.after_output and error.attempt == 1 and error.code == "stream_broken"
+    assert len(mock.requests) == 1 and backoff.delays == []  # the caller re-requests; the client waits then
 
 
 async def test_stall_after_output_hits_the_idle_timeout(mock: MockUpstream, backoff: RecordingBackoff) -> None:
     client = client_for(mock.base_url, backoff, idle_timeout_s=0.3)
     events, error = await collect_until_error(client, request(directive({"text": "a b c", "fault": "stall", "after_deltas": 1})))
     assert text_of(events) == "a "
-    assert isinstance(error, StreamBroken) and "stalled" in error.message
+    assert isinstance(error, OutputInterrupted) and "stalled" in error.message
     assert len(mock.requests) == 1
     with trio.fail_after(5):
         await mock.requests[0].disconnected.wait()
@@ -117,9 +121,13 @@ async def test_stall_before_output_is_retried(mock: MockUpstream, backoff: Recor
     assert text_of(events) == "awake" and len(mock.requests) == 2
 
 
-async def test_malformed_line_ending_the_body_is_a_stream_cut_short(mock: MockUpstream, backoff: RecordingBackoff) -> None:
-    """A non-JSON data line is skipped; the body then ends early: retried, then reported."""
+async def test_non_json_data_lines_are_skipped(mock: MockUpstream, backoff: RecordingBackoff) -> None:
     client = client_for(mock.base_url, backoff)
+    for after in (0, 1, 3):
+        events = await collect(client, request(directive({"text": "x y z", "fault": "junk", "after_deltas": after})))
+        assert text_of(events) == "x y z" and isinstance(events[-1], Completed)
+    assert len(mock.requests) == 3 and backoff.delays == []
+    # A malformed line that ends the body is a stream cut short: retried, then reported.
     _, error = await collect_until_error(client, request(directive({"text": "x y", "fault": "malformed"})))
     assert isinstance(error, UpstreamUnavailable) and isinstance(error.cause, StreamBroken)
     assert "before response.completed" in error.message
@@ -207,3 +215,51 @@ async def test_api_key_401_is_final(backoff: RecordingBackoff) -> None:
         good = ResponsesClient(Endpoint(mock.base_url, ApiKeyAuth("right-key-123")), backoff=backoff)
         assert text_of(await collect(good, request(user("hi")))) == "mock reply to: hi"
         assert mock.requests[1].headers["authorization"] == "Bearer [REDACTED]"
+
+
+async def test_each_retry_is_announced_before_the_wait(mock: MockUpstream, backoff: RecordingBackoff) -> None:
+    client = client_for(mock.base_url, backoff)
+    seen_waits: list[int] = []
+    retries: list[Retrying] = []
+    async with client.stream(request(directive({"text": "fine", "fault": "http", "status": 502, "times": 2}))) as events:
+        async for event in events:
+            if isinstance(event, Retrying):
+                retries.append(event)
+                seen_waits.append(len(backoff.delays))
+    assert [r.attempt for r in retries] == [1, 2] and seen_waits == [0, 1]  # announced, then waited
+    assert [r.delay_s for r in retries] == backoff.delays and all(r.code == "upstream_unavailable" for r in retries)
+
+
+async def test_output_interrupted_is_re_requested_within_the_budget(mock: MockUpstream, backoff: RecordingBackoff) -> None:
+    client = client_for(mock.base_url, backoff)
+    budget = client.retry_budget()
+    step = directive({"text": "one two three four", "fault": "drop", "after_deltas": 2, "times": 1})
+    partial, error = await collect_with(client, request(step), budget)
+    assert text_of(partial) == "one two " and isinstance(error, OutputInterrupted)
+    assert (error.attempt, budget.failures) == (1, 1) and backoff.delays == []
+    again, error = await collect_with(client, request(step), budget)
+    assert error is None and isinstance(again[0], Retrying)
+    assert (again[0].attempt, again[0].delay_s) == (1, backoff.delays[0]) and "cut off" in again[0].reason
+    assert text_of(again) == "one two three four" and len(mock.requests) == 2
+
+
+async def test_output_interruptions_spend_the_same_budget(mock: MockUpstream, backoff: RecordingBackoff) -> None:
+    client = client_for(mock.base_url, backoff, max_retries=1)
+    budget = client.retry_budget()
+    step = directive({"text": "a b c", "fault": "drop", "after_deltas": 1})
+    _, error = await collect_with(client, request(step), budget)
+    assert isinstance(error, OutputInterrupted)
+    events, error = await collect_with(client, request(step), budget)
+    assert isinstance(events[0], Retrying) and text_of(events) == "a "
+    assert isinstance(error, UpstreamUnavailable) and not isinstance(error, OutputInterrupted)
+    assert "after 2 attempts" in error.message and isinstance(error.cause, StreamBroken)
+
+
+async def test_failure_after_output_that_is_final_surfaces_as_is(mock: MockUpstream, backoff: RecordingBackoff) -> None:
+    client = client_for(mock.base_url, backoff)
+    step = directive({"text": "a b c", "fault": "failed", "code": "invalid_prompt", "message": "flagged", "after_deltas": 1})
+    events, error = await collect_until_error(client, request(step))
+    assert text_of(events) == "a " and type(error) is ResponseFailed and not error.after_output
+    transient = directive({"text": "a b c", "fault": "failed", "code": "server_error", "after_deltas": 1})
+    _, error = await collect_until_error(client, request(transient))
+    assert isinstance(error, OutputInterrupted) and error.cause is not None and error.cause.upstream_code == "server_error"

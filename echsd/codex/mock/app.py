@@ -1,9 +1,11 @@
 """What the mock upstream answers (no sockets here): routing, auth, recording, faults.
 
 ``MockApp.handle`` turns one HTTP request into a ``JsonAnswer`` or a ``StreamAnswer``;
-the server module does the HTTP/1.1 work. State kept here: the recorded requests, the
-accepted token (it changes when ``/oauth/token`` issues a new one) and how often each
-(script, step) fault was served, for ``times``.
+the server module does the HTTP/1.1 work. State kept here: the recorded requests (a ring
+bounded in count and bytes), the accepted token (it changes when ``/oauth/token`` issues a
+new one) and how often each (script, step) fault was served, for ``times``. The
+inspection routes ``/_mock/requests`` and ``/_mock/reset`` exist only with ``inspect``:
+the daemon's built-in mock has none, as any local user could read every prompt there.
 """
 
 from __future__ import annotations
@@ -12,30 +14,26 @@ import base64
 import hashlib
 import secrets
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 import trio
 
+from echsd.codex.mock.checks import error_body, refusal
 from echsd.codex.mock.render import Renderer
-from echsd.codex.mock.script import (
-    Fault,
-    Script,
-    ScriptError,
-    Step,
-    encode_compaction,
-    input_items,
-    is_user_message,
-    segment_rounds,
-    select,
-)
+from echsd.codex.mock.script import Fault, Script, ScriptError, Step
+from echsd.codex.mock.selection import encode_compaction, input_items, is_user_message, segment_rounds, select
 from echsd.logs import get_logger
 
 log = get_logger(__name__)
 
-RESPONSES_PATHS = frozenset({"/v1/responses", "/responses"})
-COMPACT_PATHS = frozenset({"/v1/responses/compact", "/responses/compact"})
+RESPONSES_PATHS = frozenset({"/v1/responses", "/responses", "/backend-api/codex/responses"})
+COMPACT_PATHS = frozenset({"/v1/responses/compact", "/responses/compact", "/backend-api/codex/responses/compact"})
+MAX_RECORDS = 256  # recorded requests kept, newest last
+MAX_RECORD_BYTES = 16 << 20  # and at most this much request body among them
+USAGE_LIMIT_TYPES = frozenset({"usage_limit_reached", "usage_not_included"})
 
 
 @dataclass
@@ -48,6 +46,7 @@ class RecordedRequest:
     body: Any  # parsed JSON, or None
     auth_scheme: str | None = None  # e.g. "Bearer"
     bearer: str | None = None  # the bearer token itself (in-process only; JSON gets a hash)
+    size: int = 0  # bytes of the raw body
     disconnected: trio.Event = field(default_factory=trio.Event)  # the client hung up mid-answer
 
     def to_json(self) -> dict[str, Any]:
@@ -78,10 +77,6 @@ class StreamAnswer:
     record: RecordedRequest
 
 
-def _error_body(message: str, *, kind: str, code: str | None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "code": code, "param": None}}
-
-
 def fake_jwt(claims: dict[str, Any]) -> str:
     """An unsigned JWT-shaped token (clients read ``exp`` without verifying)."""
     def part(value: dict[str, Any]) -> str:
@@ -91,69 +86,91 @@ def fake_jwt(claims: dict[str, Any]) -> str:
 
 
 class MockApp:
-    def __init__(self, script: Script | None, require_token: str | None) -> None:
+    def __init__(
+        self,
+        script: Script | None,
+        require_token: str | None,
+        *,
+        inspect: bool = False,
+        max_records: int = MAX_RECORDS,
+        max_record_bytes: int = MAX_RECORD_BYTES,
+    ) -> None:
         self.script = script
         self.accepted_token = require_token  # None: no auth check
-        self.requests: list[RecordedRequest] = []
+        self.inspect = inspect
+        self.requests: deque[RecordedRequest] = deque()
+        self.received = 0  # requests ever recorded (the ring forgets old ones)
+        self._max_records = max_records
+        self._max_record_bytes = max_record_bytes
+        self._record_bytes = 0
         self._fault_counts: dict[tuple[str, int], int] = {}
         self._spent_refresh_tokens: set[str] = set()  # refresh tokens are single-use, as upstream
         self._changed = trio.Event()
 
     async def wait_requests(self, count: int) -> None:
-        """Until at least ``count`` requests were recorded (wrap in ``trio.fail_after``)."""
-        while len(self.requests) < count:
+        """Until at least ``count`` requests were received (wrap in ``trio.fail_after``)."""
+        while self.received < count:
             await self._changed.wait()
 
     def reset(self) -> None:
         self.requests.clear()
+        self._record_bytes = 0
         self._fault_counts.clear()
 
     def handle(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> JsonAnswer | StreamAnswer:
         path = target.split("?", 1)[0]
-        if path == "/_mock/requests" and method == "GET":
+        if self.inspect and path == "/_mock/requests" and method == "GET":
             return JsonAnswer(200, [r.to_json() for r in self.requests])
-        if path == "/_mock/reset" and method == "POST":
+        if self.inspect and path == "/_mock/reset" and method == "POST":
             self.reset()
             return JsonAnswer(200, {"ok": True})
         known = RESPONSES_PATHS | COMPACT_PATHS | {"/oauth/token"}
         if path not in known:
-            return JsonAnswer(404, _error_body(f"no route for {path}", kind="invalid_request_error", code="not_found"))
+            return JsonAnswer(404, error_body(f"no route for {path}", code="not_found"))
         try:
             body = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
             body = None
-        record = self._record(method, path, headers, body)
+        record = self._record(method, path, headers, body, len(raw))
         if method != "POST":
-            return JsonAnswer(405, _error_body(f"{method} not allowed on {path}", kind="invalid_request_error", code=None))
+            return JsonAnswer(405, error_body(f"{method} not allowed on {path}"))
         if path == "/oauth/token":
             return self._oauth(body)
         if self.accepted_token is not None and record.bearer != self.accepted_token:
             message = "Incorrect API key provided." if record.bearer else "Missing bearer authentication in header."
-            return JsonAnswer(401, _error_body(message, kind="invalid_request_error", code="invalid_api_key"))
+            return JsonAnswer(401, error_body(message, code="invalid_api_key"))
         if not isinstance(body, dict):
-            return JsonAnswer(400, _error_body("the body is not a JSON object", kind="invalid_request_error", code=None))
+            return JsonAnswer(400, error_body("the body is not a JSON object"))
         if path in COMPACT_PATHS:
             return self._compact(body)
-        return self._respond(body, len(raw), record)
+        return self._respond(path, body, len(raw), record)
 
-    def _record(self, method: str, path: str, headers: dict[str, str], body: Any) -> RecordedRequest:
+    def _record(self, method: str, path: str, headers: dict[str, str], body: Any, size: int) -> RecordedRequest:
         shown = dict(headers)
         scheme = token = None
         if "authorization" in shown:
             scheme, _, token = shown["authorization"].partition(" ")
             shown["authorization"] = f"{scheme} [REDACTED]"
-        record = RecordedRequest(method, path, shown, body, scheme or None, token or None)
+        record = RecordedRequest(method, path, shown, body, scheme or None, token or None, size)
         self.requests.append(record)
+        self._record_bytes += size
+        while self.requests and (len(self.requests) > self._max_records or self._record_bytes > self._max_record_bytes):
+            self._record_bytes -= self.requests.popleft().size
+        self.received += 1
         self._changed.set()
         self._changed = trio.Event()
         log.debug("mock upstream request", method=method, path=path)
         return record
 
-    def _respond(self, body: dict[str, Any], size: int, record: RecordedRequest) -> JsonAnswer | StreamAnswer:
+    def _respond(self, path: str, body: dict[str, Any], size: int, record: RecordedRequest) -> JsonAnswer | StreamAnswer:
+        items = input_items(body.get("input"))
         try:
-            selection = select(self.script, input_items(body.get("input")))
+            selection = select(self.script, items)
         except ScriptError as exc:
-            return JsonAnswer(400, _error_body(str(exc), kind="invalid_request_error", code="mock_script_error"))
+            return JsonAnswer(400, error_body(str(exc), code="mock_script_error"))
+        refused = refusal(path, body, items, size, selection.conditions)
+        if refused is not None:
+            return JsonAnswer(*refused)
         step, fault = selection.step, selection.step.fault
         if fault is not None and selection.fault_key is not None:
             served = self._fault_counts.get(selection.fault_key, 0)
@@ -201,7 +218,7 @@ class MockApp:
         if not isinstance(body, dict) or body.get("grant_type") != "refresh_token" or not body.get("refresh_token"):
             return JsonAnswer(400, {"error": "invalid_grant", "error_description": "expected a refresh_token grant"})
         if body["refresh_token"] in self._spent_refresh_tokens:
-            return JsonAnswer(401, {"error": {"message": "refresh token already used", "code": "refresh_token_reused"}})
+            return JsonAnswer(401, error_body("refresh token already used", code="refresh_token_reused"))
         self._spent_refresh_tokens.add(body["refresh_token"])
         now = int(time.time())
         access = fake_jwt({"exp": now + 3600, "iat": now, "jti": secrets.token_hex(8)})
@@ -221,8 +238,18 @@ class MockApp:
 
 
 def _http_fault(fault: Fault) -> JsonAnswer:
+    headers = [("retry-after", fault.retry_after)] if fault.retry_after is not None else []
+    if fault.error_type is not None:  # the ChatGPT backend's shape: "type", no "code"
+        usage = fault.error_type in USAGE_LIMIT_TYPES
+        message = fault.message or ("The usage limit has been reached" if usage else f"mock upstream fault: {fault.error_type}")
+        error: dict[str, Any] = {"type": fault.error_type, "message": message}
+        if fault.code is not None:
+            error["code"] = fault.code
+        if usage:
+            resets_in = fault.resets_in_seconds
+            error.update(plan_type="plus", resets_at=int(time.time()) + resets_in, resets_in_seconds=resets_in)
+        return JsonAnswer(fault.status, {"error": error}, headers)
     kinds = {401: ("invalid_request_error", "invalid_api_key"), 429: ("requests", "rate_limit_exceeded")}
     kind, code = kinds.get(fault.status, ("server_error" if fault.status >= 500 else "invalid_request_error", None))
     message = fault.message or f"mock upstream fault: HTTP {fault.status}"
-    headers = [("retry-after", fault.retry_after)] if fault.retry_after is not None else []
-    return JsonAnswer(fault.status, _error_body(message, kind=kind, code=fault.code or code), headers)
+    return JsonAnswer(fault.status, error_body(message, kind=kind, code=fault.code or code), headers)

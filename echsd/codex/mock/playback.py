@@ -3,8 +3,9 @@
 Without delays everything is rendered at once and written in ~64 KiB batches (one
 syscall per batch, not per event); with ``delay_ms`` every delta is flushed and followed
 by the pause. Faults strike after ``after_deltas`` deltas: ``drop``/``stall``/
-``malformed`` default to 0 (before the first event), ``failed``/``incomplete``/``error``
-default to right after ``response.in_progress``.
+``malformed``/``junk`` default to 0 (before the first event), ``failed``/``incomplete``/
+``error``/``usage_limit`` default to right after ``response.in_progress``. ``junk`` is the
+only one the stream survives: a non-JSON ``data:`` line, then the rest as scripted.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import trio
 from echsd.codex.mock.app import StreamAnswer
 from echsd.codex.mock.http11 import Connection
 from echsd.codex.mock.render import DELTA, MALFORMED_EVENT, PREAMBLE_END, Renderer
-from echsd.codex.mock.script import STREAM_FAULTS, TERMINAL_FAULTS, Fault
+from echsd.codex.mock.script import INLINE_FAULTS, STREAM_FAULTS, TERMINAL_FAULTS, Fault
 
 BATCH_BYTES = 65536
 
@@ -43,9 +44,12 @@ async def play(conn: Connection, answer: StreamAnswer) -> bool:
     """Stream the answer; True when the connection may serve another request."""
     step, fault, renderer = answer.step, answer.fault, answer.renderer
     out = _Batch(conn)
-    await conn.start_stream([("x-request-id", renderer.response_id)])
+    await conn.start_stream(renderer.headers())
     if step.ttfb_ms:
         await trio.sleep(step.ttfb_ms / 1000.0)
+    if fault is not None and fault.kind in INLINE_FAULTS and not fault.after_deltas:
+        await out.add(MALFORMED_EVENT)
+        fault = None
     if fault is not None and fault.kind in STREAM_FAULTS and not fault.after_deltas:
         return await _strike(conn, out, renderer, fault)
     delay = step.delay_ms / 1000.0
@@ -59,7 +63,11 @@ async def play(conn: Connection, answer: StreamAnswer) -> bool:
         if kind == DELTA:
             deltas += 1
             if fault is not None and deltas == fault.after_deltas:
-                return await _strike(conn, out, renderer, fault)
+                if fault.kind in INLINE_FAULTS:
+                    await out.add(MALFORMED_EVENT)
+                    fault = None
+                else:
+                    return await _strike(conn, out, renderer, fault)
             if delay:
                 await out.flush()
                 await trio.sleep(delay)

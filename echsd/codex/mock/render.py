@@ -2,14 +2,15 @@
 
 Event shapes follow the OpenAI Responses streaming reference: ``response.created``,
 ``response.in_progress``, then per output item ``output_item.added``, its part events and
-deltas, ``output_item.done``, and finally ``response.completed`` with usage. Delta events
+deltas, ``output_item.done``, and finally ``response.completed`` with usage. A step with
+``rate_limits`` also gets the ChatGPT backend's ``x-codex-*`` headers and its
+``codex.rate_limits`` event (right after ``response.created``). Delta events
 are built from pre-encoded byte templates: the benchmark path pushes tens of thousands
 of them per second, so no dict is built or serialised per delta.
 """
 
 from __future__ import annotations
 
-import base64
 import itertools
 import re
 import secrets
@@ -18,10 +19,12 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
-from echsd.codex.mock.script import Call, Fault, Step
+from echsd.codex.mock.checks import encrypted_reasoning
+from echsd.codex.mock.script import Call, Fault, LimitWindow, Step
 
 EVENT, DELTA, PREAMBLE_END = 0, 1, 2  # kinds of the pieces ``Renderer.events`` yields
 MALFORMED_EVENT = b'event: response.output_text.delta\ndata: {"type": "response.output_text.delta", this is not json\n\n'
+USAGE_LIMIT_MESSAGE = "The usage limit has been reached"
 _WORDS = re.compile(r"\S+\s*|\s+")
 
 
@@ -54,6 +57,8 @@ class Renderer:
         """(kind, bytes) pieces in order; ``PREAMBLE_END`` (empty) marks where output starts."""
         step = self.step
         yield EVENT, self._event("response.created", {"response": self._response("in_progress")})
+        if step.rate_limits is not None:
+            yield EVENT, self._rate_limits_event()
         yield EVENT, self._event("response.in_progress", {"response": self._response("in_progress")})
         yield PREAMBLE_END, b""
         index = 0
@@ -74,19 +79,73 @@ class Renderer:
         completed = self._response("completed", output=self.output, usage=self._usage())
         yield EVENT, self._event("response.completed", {"response": completed})
 
+    def headers(self) -> list[tuple[str, str]]:
+        """Response headers: the request id, and the step's rate limits as ``x-codex-*``."""
+        headers = [("x-request-id", self.response_id)]
+        limits = self.step.rate_limits
+        if limits is None:
+            return headers
+        for which, window in (("primary", limits.primary), ("secondary", limits.secondary)):
+            if window is not None:
+                headers.append((f"x-codex-{which}-used-percent", f"{window.used_percent:g}"))
+                if window.window_minutes is not None:
+                    headers.append((f"x-codex-{which}-window-minutes", str(window.window_minutes)))
+                if window.resets_in_seconds is not None:
+                    headers.append((f"x-codex-{which}-reset-at", str(self.created_at + window.resets_in_seconds)))
+        if limits.credits is not None:
+            has, unlimited, balance = limits.credits
+            headers += [("x-codex-credits-has-credits", str(has).lower()), ("x-codex-credits-unlimited", str(unlimited).lower())]
+            if balance is not None:
+                headers.append(("x-codex-credits-balance", balance))
+        return headers
+
+    def _rate_limits_event(self) -> bytes:
+        limits = self.step.rate_limits
+        assert limits is not None
+
+        def window(w: LimitWindow | None) -> dict[str, Any] | None:
+            if w is None:
+                return None
+            reset_at = self.created_at + w.resets_in_seconds if w.resets_in_seconds is not None else None
+            return {"used_percent": w.used_percent, "window_minutes": w.window_minutes, "reset_at": reset_at}
+
+        payload: dict[str, Any] = {
+            "plan_type": limits.plan_type,
+            "rate_limits": {"primary": window(limits.primary), "secondary": window(limits.secondary)},
+            "credits": None,
+        }
+        if limits.credits is not None:
+            has, unlimited, balance = limits.credits
+            payload["credits"] = {"has_credits": has, "unlimited": unlimited, "balance": balance}
+        return self._event("codex.rate_limits", payload)
+
     def fault_event(self, fault: Fault) -> bytes:
-        """The terminal event of a ``failed`` / ``incomplete`` / ``error`` fault."""
+        """The terminal event of a ``failed`` / ``incomplete`` / ``error`` / ``usage_limit`` fault."""
         if fault.kind == "failed":
-            error = {"code": fault.code or "server_error", "message": fault.message or "mock upstream: the response failed"}
+            error: dict[str, Any] = {
+                "code": fault.code or "server_error",
+                "message": fault.message or "mock upstream: the response failed",
+            }
+            if fault.error_type is not None:
+                error["type"] = fault.error_type
             return self._event("response.failed", {"response": self._response("failed", output=self.output, error=error)})
         if fault.kind == "incomplete":
             details = {"reason": fault.reason}
             response = self._response("incomplete", output=self.output, usage=self._usage(), incomplete_details=details)
             return self._event("response.incomplete", {"response": response})
-        return self._event(
-            "error",
-            {"code": fault.code or "server_error", "message": fault.message or "mock upstream: error event", "param": None},
-        )
+        if fault.kind == "usage_limit":  # the ChatGPT backend's plan limit: named by "type", with its reset time
+            error = {
+                "type": fault.error_type or "usage_limit_reached",
+                "message": fault.message or USAGE_LIMIT_MESSAGE,
+                "plan_type": "plus",
+                "resets_at": self.created_at + fault.resets_in_seconds,
+                "resets_in_seconds": fault.resets_in_seconds,
+            }
+            return self._event("error", {"error": error})
+        payload = {"code": fault.code or "server_error", "message": fault.message or "mock upstream: error event", "param": None}
+        if fault.error_type is not None:  # "type" is the event's own: the error then comes nested
+            return self._event("error", {"error": {**payload, "type": fault.error_type}})
+        return self._event("error", payload)
 
     def _event(self, kind: str, payload: dict[str, Any]) -> bytes:
         data = orjson.dumps({"type": kind, "sequence_number": self.seq, **payload})
@@ -115,8 +174,12 @@ class Renderer:
         yield from self._deltas("response.reasoning_summary_text.delta", where, split_words(text))
         yield EVENT, self._event("response.reasoning_summary_text.done", {**where, "text": text})
         yield EVENT, self._event("response.reasoning_summary_part.done", {**where, "part": {"type": "summary_text", "text": text}})
-        secret = "mockenc:" + base64.b64encode(text.encode()).decode()
-        item = {"id": item_id, "type": "reasoning", "summary": [{"type": "summary_text", "text": text}], "encrypted_content": secret}
+        item = {
+            "id": item_id,
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": text}],
+            "encrypted_content": encrypted_reasoning(self.model, text),
+        }
         yield EVENT, self._done(index, item)
 
     def _message(self, index: int, pieces: Iterable[str], text: str) -> Iterator[tuple[int, bytes]]:

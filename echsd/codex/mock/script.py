@@ -1,32 +1,29 @@
-"""The mock upstream's scripting language: parsing and step selection (pure).
+"""The mock upstream's scripting language: its data and its parsing (pure).
 
-See the package docstring (and docs/mock-upstream.md) for the language itself. Selection
-is stateless: which step answers a request is derived from the request's ``input`` alone
-(the number of model response rounds after the scripting user message), so any client,
-restarted or not, gets the same answer for the same history.
+See the package docstring (and docs/mock-upstream.md) for the language itself; which
+step answers a request is decided in ``selection``.
 """
 
 from __future__ import annotations
 
-import base64
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
 STREAM_FAULTS = frozenset({"drop", "stall", "malformed"})
-TERMINAL_FAULTS = frozenset({"failed", "incomplete", "error"})
-FAULT_KINDS = STREAM_FAULTS | TERMINAL_FAULTS | {"http"}
-_FAULT_FIELDS = ("status", "retry_after", "message", "code", "reason", "after_deltas")
+TERMINAL_FAULTS = frozenset({"failed", "incomplete", "error", "usage_limit"})
+INLINE_FAULTS = frozenset({"junk"})  # the stream goes on after them
+FAULT_KINDS = STREAM_FAULTS | TERMINAL_FAULTS | INLINE_FAULTS | {"http"}
+_FAULT_FIELDS = ("status", "retry_after", "message", "code", "reason", "after_deltas", "error_type", "resets_in_seconds")
 _STEP_FIELDS = frozenset(
-    {"text", "deltas", "delay_ms", "repeat", "reasoning", "calls", "usage", "ttfb_ms", "fault", "times", *_FAULT_FIELDS}
+    {"text", "deltas", "delay_ms", "repeat", "reasoning", "calls", "usage", "ttfb_ms", "rate_limits", "fault", "times"}
+    | set(_FAULT_FIELDS)
 )
 _USAGE_FIELDS = frozenset({"input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens"})
-_MODEL_OUTPUT_TYPES = frozenset({"reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
-_COMPACTION_PREFIX = "mockcmp:"
-DONE_TEXT = "done"
+_CONDITION_FIELDS = frozenset({"org_verified", "context_window"})
 
 
 class ScriptError(ValueError):
@@ -49,6 +46,33 @@ class Fault:
     code: str | None = None
     reason: str = "max_output_tokens"
     after_deltas: int | None = None
+    error_type: str | None = None  # the error's "type" (the ChatGPT backend names plan limits by type alone)
+    resets_in_seconds: int = 3600  # for usage limits
+
+
+@dataclass(frozen=True)
+class LimitWindow:
+    used_percent: float
+    window_minutes: int | None = None
+    resets_in_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Account rate limits to report, as headers and as a ``codex.rate_limits`` event."""
+
+    primary: LimitWindow | None = None
+    secondary: LimitWindow | None = None
+    credits: tuple[bool, bool, str | None] | None = None  # has_credits, unlimited, balance
+    plan_type: str | None = None
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """What the simulated account and endpoint are like (checked before any step is served)."""
+
+    org_verified: bool = True  # False: reasoning summaries are refused, as for unverified organisations
+    context_window: int | None = None  # None: the catalog's window for known models, else unlimited
 
 
 @dataclass(frozen=True)
@@ -61,6 +85,7 @@ class Step:
     calls: tuple[Call, ...] = ()
     usage: dict[str, int] = field(default_factory=dict)
     ttfb_ms: float = 0.0
+    rate_limits: Limits | None = None
     fault: Fault | None = None
     times: int | None = None  # requests that get the fault before it is served normally; None: all
 
@@ -73,18 +98,14 @@ class Step:
 class Rule:
     match: str
     steps: tuple[Step, ...]
+    conditions: Conditions = Conditions()
 
 
 @dataclass(frozen=True)
 class Script:
     rules: tuple[Rule, ...] = ()
     default: tuple[Step, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Selection:
-    step: Step
-    fault_key: tuple[str, int] | None  # (script source, step index) for counting ``times``
+    conditions: Conditions = Conditions()
 
 
 # ---------------------------------------------------------------- parsing
@@ -152,12 +173,67 @@ def _fault(obj: dict, where: str) -> tuple[Fault | None, int | None]:
     if "retry_after" in params:
         value = _expect(params["retry_after"], (int, float, str), f"{where}.retry_after", "seconds or an HTTP date")
         fault = replace(fault, retry_after=str(value))
-    for name in ("message", "code", "reason"):
+    for name in ("message", "code", "reason", "error_type"):
         if name in params:
             fault = replace(fault, **{name: _expect(params[name], str, f"{where}.{name}", "a string")})
-    if "after_deltas" in params:
-        fault = replace(fault, after_deltas=_count(params["after_deltas"], f"{where}.after_deltas"))
+    for name in ("after_deltas", "resets_in_seconds"):
+        if name in params:
+            fault = replace(fault, **{name: _count(params[name], f"{where}.{name}")})
     return fault, (None if times is None else _count(times, f"{where}.times"))
+
+
+def _limit_window(obj: Any, where: str) -> LimitWindow:
+    _expect(obj, dict, where, "an object with 'used_percent'")
+    unknown = set(obj) - {"used_percent", "window_minutes", "resets_in_seconds"}
+    if unknown:
+        raise ScriptError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    used = _expect(obj.get("used_percent"), (int, float), f"{where}.used_percent", "a number")
+    minutes = obj.get("window_minutes")
+    resets = obj.get("resets_in_seconds")
+    return LimitWindow(
+        float(used),
+        None if minutes is None else _count(minutes, f"{where}.window_minutes"),
+        None if resets is None else _count(resets, f"{where}.resets_in_seconds"),
+    )
+
+
+def _limits(obj: Any, where: str) -> Limits:
+    _expect(obj, dict, where, "an object with 'primary', 'secondary', 'credits', 'plan_type'")
+    unknown = set(obj) - {"primary", "secondary", "credits", "plan_type"}
+    if unknown:
+        raise ScriptError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    limits = Limits(
+        primary=_limit_window(obj["primary"], f"{where}.primary") if "primary" in obj else None,
+        secondary=_limit_window(obj["secondary"], f"{where}.secondary") if "secondary" in obj else None,
+        plan_type=_expect(obj["plan_type"], str, f"{where}.plan_type", "a string") if "plan_type" in obj else None,
+    )
+    if "credits" in obj:
+        credits = _expect(obj["credits"], dict, f"{where}.credits", "an object")
+        flags = [credits.get(name) for name in ("has_credits", "unlimited")]
+        if not all(isinstance(flag, bool) for flag in flags):
+            raise ScriptError(f"{where}.credits: 'has_credits' and 'unlimited' must be true or false")
+        balance = credits.get("balance")
+        if balance is not None:
+            _expect(balance, str, f"{where}.credits.balance", "a string")
+        limits = replace(limits, credits=(flags[0], flags[1], balance))
+    return limits
+
+
+def parse_conditions(obj: Any, where: str, base: Conditions = Conditions()) -> Conditions:
+    """An ``endpoint`` object: ``{"org_verified": false, "context_window": 4000}``."""
+    if not isinstance(obj, dict):
+        raise ScriptError(f"{where}: expected an object with {', '.join(sorted(_CONDITION_FIELDS))}, got {obj!r}")
+    unknown = set(obj) - _CONDITION_FIELDS
+    if unknown:
+        raise ScriptError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    conditions = base
+    if "org_verified" in obj:
+        if not isinstance(obj["org_verified"], bool):
+            raise ScriptError(f"{where}.org_verified: expected true or false, got {obj['org_verified']!r}")
+        conditions = replace(conditions, org_verified=obj["org_verified"])
+    if "context_window" in obj:
+        conditions = replace(conditions, context_window=_count(obj["context_window"], f"{where}.context_window"))
+    return conditions
 
 
 def parse_step(obj: Any, where: str = "step") -> Step:
@@ -190,6 +266,8 @@ def parse_step(obj: Any, where: str = "step") -> Step:
                 raise ScriptError(f"{where}.usage: unknown field {key!r}")
             _count(value, f"{where}.usage.{key}")
         step = replace(step, usage=dict(usage))
+    if "rate_limits" in obj:
+        step = replace(step, rate_limits=_limits(obj["rate_limits"], f"{where}.rate_limits"))
     fault, times = _fault(obj, where)
     return replace(step, fault=fault, times=times)
 
@@ -203,18 +281,38 @@ def parse_steps(obj: Any, where: str = "script") -> tuple[Step, ...]:
     return (parse_step(obj, where),)
 
 
+def parse_directive(obj: Any, where: str, base: Conditions = Conditions()) -> tuple[tuple[Step, ...], Conditions]:
+    """A step, a list of steps, or ``{"steps": [...], "endpoint": {...}}``; ``endpoint`` may
+    also sit beside the fields of a single step. Without any step the reply is the echo."""
+    if not (isinstance(obj, dict) and ("endpoint" in obj or set(obj) == {"steps"})):
+        return parse_steps(obj, where), base
+    rest = {k: v for k, v in obj.items() if k != "endpoint"}
+    conditions = parse_conditions(obj["endpoint"], f"{where}.endpoint", base) if "endpoint" in obj else base
+    if "steps" in rest:
+        if len(rest) > 1:
+            raise ScriptError(f"{where}: 'steps' cannot be mixed with step fields ({sorted(set(rest) - {'steps'})[0]!r})")
+        return parse_steps(rest["steps"], where), conditions
+    return (parse_step(rest, where) if rest else Step(),), conditions
+
+
 def parse_script(doc: Any, where: str = "script") -> Script:
-    _expect(doc, dict, where, "an object with 'rules' and/or 'default'")
-    unknown = set(doc) - {"rules", "default"}
+    _expect(doc, dict, where, "an object with 'rules', 'default' and/or 'endpoint'")
+    unknown = set(doc) - {"rules", "default", "endpoint"}
     if unknown:
         raise ScriptError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    conditions = parse_conditions(doc["endpoint"], f"{where}.endpoint") if "endpoint" in doc else Conditions()
     rules = []
     for i, rule in enumerate(_expect(doc.get("rules", []), list, f"{where}.rules", "a list")):
-        _expect(rule, dict, f"{where}.rules[{i}]", "an object with 'match' and 'steps'")
-        match = _expect(rule.get("match"), str, f"{where}.rules[{i}].match", "a string")
-        rules.append(Rule(match, parse_steps(rule.get("steps", []), f"{where}.rules[{i}]")))
+        at = f"{where}.rules[{i}]"
+        _expect(rule, dict, at, "an object with 'match' and 'steps'")
+        unknown = set(rule) - {"match", "steps", "endpoint"}
+        if unknown:
+            raise ScriptError(f"{at}: unknown field {sorted(unknown)[0]!r}")
+        match = _expect(rule.get("match"), str, f"{at}.match", "a string")
+        rule_conditions = parse_conditions(rule["endpoint"], f"{at}.endpoint", conditions) if "endpoint" in rule else conditions
+        rules.append(Rule(match, parse_steps(rule.get("steps", []), at), rule_conditions))
     default = doc.get("default")
-    return Script(tuple(rules), None if default is None else parse_steps(default, f"{where}.default"))
+    return Script(tuple(rules), None if default is None else parse_steps(default, f"{where}.default"), conditions)
 
 
 def load_script(path: str | Path) -> Script:
@@ -231,124 +329,3 @@ def load_script(path: str | Path) -> Script:
     return parse_script(doc, str(path))
 
 
-# ---------------------------------------------------------------- reading the request input
-
-
-def is_user_message(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("role") == "user" and item.get("type", "message") == "message"
-
-
-def is_model_output(item: dict) -> bool:
-    kind = item.get("type", "message")
-    if kind == "message":
-        return item.get("role") == "assistant"
-    return kind in _MODEL_OUTPUT_TYPES
-
-
-def message_text(item: dict) -> str:
-    content = item.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
-
-
-def input_items(value: Any) -> list[Any]:
-    """The request's ``input`` as a list (a bare string is one user message)."""
-    if isinstance(value, str):
-        return [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": value}]}]
-    return value if isinstance(value, list) else []
-
-
-def encode_compaction(segments: list[int], summary: str) -> str:
-    payload = orjson.dumps({"segments": segments, "summary": summary})
-    return _COMPACTION_PREFIX + base64.b64encode(payload).decode()
-
-
-def compaction_segments(item: dict) -> list[int] | None:
-    """The rounds a mock compaction item folded away (per user message), else None."""
-    content = item.get("encrypted_content")
-    if item.get("type") != "compaction" or not isinstance(content, str) or not content.startswith(_COMPACTION_PREFIX):
-        return None
-    try:
-        segments = orjson.loads(base64.b64decode(content[len(_COMPACTION_PREFIX) :]))["segments"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return [n for n in segments if isinstance(n, int)] if isinstance(segments, list) else None
-
-
-def segment_rounds(items: Iterable[Any]) -> list[int]:
-    """For each user message, the model response rounds between it and the next one.
-
-    A round is a maximal run of model output items (assistant message, reasoning,
-    function call...). A mock compaction item adds back the rounds it folded away,
-    aligned with the user messages it kept.
-    """
-    segments: list[int] = []
-    in_run = False
-    for item in items:
-        if not isinstance(item, dict):
-            in_run = False
-        elif is_user_message(item):
-            segments.append(0)
-            in_run = False
-        elif (folded := compaction_segments(item)) is not None:
-            for back in range(1, min(len(folded), len(segments)) + 1):
-                segments[-back] += folded[-back]
-            in_run = False
-        elif is_model_output(item):
-            if not in_run and segments:
-                segments[-1] += 1
-            in_run = True
-        else:
-            in_run = False
-    return segments
-
-
-def _directive(text: str, where: str) -> tuple[str, tuple[Step, ...]] | None:
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("mock:"):
-            raw = stripped[len("mock:") :].strip()
-            try:
-                doc = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise ScriptError(f"{where}: the 'mock:' line is not valid JSON ({exc})") from None
-            return raw, parse_steps(doc, where)
-    return None
-
-
-def echo_text(users: list[str]) -> str:
-    return "mock reply to: " + (users[-1][:200] if users else "")
-
-
-def _steps_for(script: Script | None, users: list[str]) -> tuple[str, tuple[Step, ...] | None, int]:
-    """(source, steps, index of the user message whose following rounds pick the step)."""
-    for ordinal in range(len(users) - 1, -1, -1):
-        found = _directive(users[ordinal], f"mock directive in user message {ordinal + 1}")
-        if found is not None:
-            return "inline:" + found[0], found[1], ordinal
-    last = len(users) - 1
-    if script is None:
-        return "", None, last
-    text = users[-1] if users else ""
-    for index, rule in enumerate(script.rules):
-        if rule.match in text:
-            return f"rule:{index}", rule.steps, last
-    return "default", script.default, last
-
-
-def select(script: Script | None, items: list[Any]) -> Selection:
-    """The step that answers a request with this ``input``."""
-    users = [message_text(item) for item in items if is_user_message(item)]
-    source, steps, ordinal = _steps_for(script, users)
-    if steps is None:
-        return Selection(Step(text=echo_text(users)), None)
-    round_index = sum(segment_rounds(items)[ordinal:]) if ordinal >= 0 else 0
-    if round_index >= len(steps):
-        return Selection(Step(text=DONE_TEXT), None)
-    step = steps[round_index]
-    if not step.has_content:
-        step = replace(step, text=echo_text(users))
-    return Selection(step, (source, round_index))

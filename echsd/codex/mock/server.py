@@ -10,7 +10,7 @@ from typing import Any, AsyncIterator
 import h11
 import trio
 
-from echsd.codex.mock.app import JsonAnswer, MockApp, RecordedRequest, StreamAnswer
+from echsd.codex.mock.app import MAX_RECORDS, JsonAnswer, MockApp, RecordedRequest, StreamAnswer
 from echsd.codex.mock.http11 import Connection
 from echsd.codex.mock.playback import play
 from echsd.codex.mock.script import Script, load_script, parse_script
@@ -39,9 +39,13 @@ class MockUpstream:
         require_token: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        inspect: bool = False,
+        max_records: int = MAX_RECORDS,
     ) -> None:
+        """``inspect`` serves ``/_mock/requests`` and ``/_mock/reset`` (never in the daemon);
+        ``requests`` keeps the last ``max_records`` requests either way (in-process only)."""
         register_secret(require_token)
-        self.app = MockApp(as_script(script), require_token)
+        self.app = MockApp(as_script(script), require_token, inspect=inspect, max_records=max_records)
         self.host = host
         self.port = port
 
@@ -53,7 +57,8 @@ class MockUpstream:
 
     @property
     def requests(self) -> list[RecordedRequest]:
-        return self.app.requests
+        """The most recent requests, oldest first (a bounded ring: see ``MockApp``)."""
+        return list(self.app.requests)
 
     async def wait_requests(self, count: int) -> None:
         await self.app.wait_requests(count)
@@ -111,9 +116,10 @@ async def open_mock_upstream(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
+    inspect: bool = False,
 ) -> AsyncIterator[MockUpstream]:
     """``async with open_mock_upstream() as mock:`` a running mock at ``mock.base_url``."""
-    mock = MockUpstream(script, require_token=require_token, host=host, port=port)
+    mock = MockUpstream(script, require_token=require_token, host=host, port=port, inspect=inspect)
     async with trio.open_nursery() as nursery:
         await nursery.start(mock.serve)
         try:
