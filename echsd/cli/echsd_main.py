@@ -14,6 +14,7 @@ from echsd.cli.lazy import LazyGroup
         "serve": "echsd.cli.cmd_serve:serve",
         "probe": "echsd.cli.cmd_probe:probe",
         "mock-upstream": "echsd.cli.cmd_mock_upstream:mock_upstream",
+        "models": "echsd.cli.cmd_models:models",
         "token": "echsd.cli.cmd_token:token",
         "install-service": "echsd.cli.cmd_install_service:install_service",
     },

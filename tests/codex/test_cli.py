@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import urllib.request
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import AsyncIterator
@@ -109,3 +110,78 @@ async def test_mock_upstream_rejects_a_bad_script(env: dict[str, str], tmp_path:
     with trio.fail_after(30):
         result = await trio.run_process([*ECHSD, "mock-upstream", "--script", str(script)], env=env, capture_stdout=True, capture_stderr=True, check=False)
     assert result.returncode == 2 and "unknown step field 'txet'" in one_line(result)
+
+
+async def echsd(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
+    with trio.fail_after(30):
+        return await trio.run_process([*ECHSD, *args], env=env, capture_stdout=True, capture_stderr=True, check=False)
+
+
+async def test_models_json_lists_the_catalog_with_config_overrides(env: dict[str, str], tmp_path: Path) -> None:
+    result = await echsd(env, "models", "--json")
+    assert result.returncode == 0, result.stderr
+    models = {entry["model"]: entry for entry in json.loads(result.stdout)}
+    for entry in models.values():
+        assert {"model", "reasoning", "context_window", "efforts", "default_effort", "prices", "auto_compact_tokens"} <= set(entry)
+    assert models["gpt-5.5"]["reasoning"] is True and models["gpt-5.5"]["context_window"] == 272000
+    assert models["gpt-5.5"]["default_for"] == ["openai", "codex"]
+    assert models["gpt-5.5"]["prices"] == {"input": 5.0, "cached_input": 0.5, "output": 30.0}
+    assert models["gpt-4.1"]["reasoning"] is False and models["gpt-4.1"]["efforts"] == []
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "config.toml").write_text('[models."my-llm"]\ncontext_window = 8192\n[models."gpt-5.5"]\ncontext_window = 400000\n')
+    overridden = {e["model"]: e for e in json.loads((await echsd(env, "models", "--json")).stdout)}
+    assert overridden["my-llm"]["context_window"] == 8192 and overridden["my-llm"]["source"] == "config"
+    assert overridden["gpt-5.5"]["context_window"] == 400000 and overridden["gpt-5.5"]["source"] == "shipped+config"
+    table = (await echsd(env, "models")).stdout.decode()
+    assert table.splitlines()[0].startswith("MODEL") and "my-llm" in table and "default for openai, codex" in table
+    (state / "config.toml").write_text('[models."my-llm"]\ncontext_window = -1\n')
+    bad = await echsd(env, "models")
+    assert bad.returncode == 2 and "models.'my-llm'.context_window" in one_line(bad)
+
+
+async def test_probe_without_credentials_refuses_the_implicit_mock(env: dict[str, str]) -> None:
+    result = await probe(env, key=None)
+    line = one_line(result)
+    assert result.returncode == 1 and result.stdout == b""
+    assert "no model credentials found" in line and "--provider mock" in line
+
+
+async def test_probe_reports_the_catalog_and_the_fields_sent(env: dict[str, str]) -> None:
+    async with mock_process(env) as url:
+        result = await probe(env, "--provider", "openai", "--base-url", url, "--model", "gpt-5.1", "hi")
+        assert result.returncode == 0 and result.stdout == b"mock reply to: hi\n"
+        report = result.stderr.decode().splitlines()
+        assert report[0].startswith("echsd probe: model gpt-5.1: reasoning: none low medium* high; summaries, custom tools")
+        assert "window 272,000 tokens" in report[0] and "USD/1M in cached out: 1.25 0.125 10" in report[0]
+        assert report[1] == (
+            "echsd probe: request fields: model, instructions, input, tools, tool_choice, store, stream, "
+            "reasoning effort=medium summary=auto, include reasoning.encrypted_content"
+        )
+        plain = await probe(env, "--provider", "openai", "--base-url", url, "--model", "gpt-4.1", "hi")
+        assert plain.returncode == 0 and "reasoning" not in plain.stderr.decode().splitlines()[1]
+        unknown = await probe(env, "--provider", "openai", "--base-url", url, "--model", "my-own-llm", "hi")
+        assert unknown.returncode == 0 and "not in the catalog" in unknown.stderr.decode()
+        unverified = 'hi\nmock: {"endpoint": {"org_verified": false}}'
+        fallback = await probe(env, "--provider", "openai", "--base-url", url, unverified)
+        assert fallback.returncode == 0 and "resent without reasoning.summary: " in fallback.stderr.decode()
+
+
+async def test_probe_as_codex_against_the_backend_path(env: dict[str, str], tmp_path: Path) -> None:
+    codex = tmp_path / "codex"
+    codex.mkdir()
+    (codex / "auth.json").write_text(json.dumps({"tokens": {"access_token": "tok-abc", "refresh_token": "r", "account_id": "acct_1"}}))
+    async with mock_process(env) as url:
+        root = url.removesuffix("/v1")
+        result = await probe(env, "--base-url", root + "/backend-api/codex", "hello", key=None)
+        assert (result.returncode, result.stdout) == (0, b"mock reply to: hello\n"), result.stderr
+
+        def listed() -> list:
+            with urllib.request.urlopen(root + "/_mock/requests", timeout=5) as answer:
+                return json.loads(answer.read())
+        (entry,) = await trio.to_thread.run_sync(listed)
+    assert entry["path"] == "/backend-api/codex/responses"
+    headers = entry["headers"]
+    assert headers["originator"] == "codex_cli_rs" and headers["user-agent"].startswith("codex_cli_rs/")
+    assert " echsd/" in headers["user-agent"] and headers["chatgpt-account-id"] == "acct_1"
+    assert entry["body"]["model"] == "gpt-5.5" and entry["body"]["reasoning"]["effort"] == "medium"

@@ -1,0 +1,74 @@
+"""``echsd models``: the model catalog (shipped, merged with ``[models."NAME"]`` of config.toml)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from echsd.codex.catalog import ModelInfo
+from echsd.settings import DEFAULT_MODELS, SettingsError, load_catalog_setting
+
+
+@click.command("models")
+@click.option(
+    "--state-dir", type=click.Path(file_okay=False), help="State directory whose config.toml is read [ECHS_STATE_DIR]."
+)
+@click.option("--json", "as_json", is_flag=True, help="A JSON list of objects instead of a table.")
+def models(state_dir: str | None, as_json: bool) -> None:
+    """List the model catalog: reasoning efforts, context window, prices per 1M tokens."""
+    try:
+        catalog = load_catalog_setting({"state_dir": state_dir})
+    except SettingsError as exc:
+        click.echo(f"echsd: {exc}", err=True)
+        raise SystemExit(2) from None
+    entries = catalog.models()
+    if as_json:
+        rows = [
+            {**info.to_dict(), "source": catalog.source(info.model), "default_for": _default_for(info.model)}
+            for info in entries
+        ]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = [("MODEL", "REASONING (* default)", "WINDOW", "COMPACT AT", "USD/1M IN CACHED OUT", "ALSO")]
+    table += [_row(info, catalog.source(info.model)) for info in entries]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+def _default_for(model: str) -> list[str]:
+    return [provider for provider, default in DEFAULT_MODELS.items() if default == model]
+
+
+def describe_reasoning(info: ModelInfo) -> str:
+    if not info.reasoning:
+        return "no"
+    return " ".join(f"{effort}*" if effort == info.default_effort else effort for effort in info.efforts)
+
+
+def describe_prices(info: ModelInfo) -> str:
+    prices = info.prices
+    return f"{prices.input:g} {prices.cached_input:g} {prices.output:g}" if prices else "-"
+
+
+def describe_features(info: ModelInfo) -> list[str]:
+    features = ["summaries"] if info.reasoning_summaries else []
+    features += ["custom tools"] if info.custom_tools else []
+    features += ["parallel tools"] if info.parallel_tool_calls else []
+    return features
+
+
+def _row(info: ModelInfo, source: str) -> tuple[str, ...]:
+    also: list[Any] = describe_features(info)
+    also += [f"default for {', '.join(_default_for(info.model))}"] if _default_for(info.model) else []
+    also += [f"from {source}"] if source != "shipped" else []
+    return (
+        info.model,
+        describe_reasoning(info),
+        f"{info.context_window:,}",
+        f"{info.compact_at:,}",
+        describe_prices(info),
+        ", ".join(also),
+    )
