@@ -77,6 +77,7 @@ class Daemon:
                     self.base_url = await self._start_mock(root)
                 client = ResponsesClient(
                     endpoint_from_settings(settings, self.base_url),
+                    catalog=settings.catalog,
                     max_retries=settings.tuning.max_retries,
                     idle_timeout_s=settings.tuning.stream_idle_timeout_s,
                 )

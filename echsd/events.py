@@ -118,7 +118,20 @@ EVENT_TYPES: dict[str, EventSpec] = {
             "cached_tokens": "int",
             "output_tokens": "int",
             "reasoning_tokens": "int",
+            "cost_usd": "float, estimated from the model catalog's prices (0 where unknown)",
         },
+    ),
+    "turn.retry": EventSpec(
+        "The model request failed and is retried after a delay (clients show it instead of silence).",
+        {"turn_id": "str", "attempt": "int, from 1", "max_retries": "int", "delay_s": "float", "reason": "one line", "code": "error code"},
+    ),
+    "account.rate_limits": EventSpec(
+        "The endpoint reported the account's rate limits (ChatGPT plans: windows and credits).",
+        {"turn_id": "str", "limits": "list of {limit_id, primary, secondary, credits, ...}"},
+    ),
+    "history.pruned": EventSpec(
+        "Items left the history (a broken response's partial output, reasoning another model cannot read).",
+        {"items_before": "int", "items_after": "int", "reason": "text"},
     ),
     "turn.completed": EventSpec(
         "The turn ended normally.", {"turn_id": "str", "final_text": "last assistant text"}

@@ -20,7 +20,7 @@ from echsd.codex import ModelError
 from echsd.errors import Conflict, EchsError, Internal, UpstreamError
 from echsd.logs import get_logger
 from echsd.store import Unit, ops, queries
-from echsd.threads.config import ThreadConfig
+from echsd.threads.config import ConfigRules, ThreadConfig
 from echsd.threads.core import ThreadCore
 from echsd.threads.effects import Effects, Park, TurnState
 from echsd.threads.inputs import PendingInput
@@ -176,6 +176,7 @@ class ThreadActor:
             tools=self.tools,
             caps=self.caps,
             approvals=self.services.approvals,
+            limits=self.services.limits,
         )
         status, error = "error", {"code": "internal", "message": "the turn was cancelled"}
         with scope:
@@ -260,7 +261,8 @@ class ThreadActor:
     async def op_configure(self, reply: Reply, config: Any) -> dict[str, Any]:
         self.core.check_alive()
         await self.log.ready()
-        await self.commit(self.core.configure(config, self.tools.names())).wait()
+        rules = ConfigRules(known_tools=self.tools.names(), catalog=self.services.catalog)
+        await self.commit(self.core.configure(config, rules)).wait()
         return self.record.to_object()
 
     async def op_history(self, reply: Reply) -> list[dict[str, Any]]:

@@ -2,7 +2,10 @@
 
 Config is read by the turn loop at every model request, so a change made while a turn runs
 takes effect at its next request. ``instructions`` keep the ``{{cwd}}`` placeholder; it is
-filled in when a request is built, so changing ``cwd`` updates the prompt too.
+filled in when a request is built, so changing ``cwd`` updates the prompt too. A config is
+checked against ``ConfigRules``: the tools that exist, and the model catalog (each model
+accepts its own reasoning efforts; a model change carries the effort over only if the new
+model accepts it, else the new model's default is taken and reported as changed).
 """
 
 from __future__ import annotations
@@ -10,17 +13,15 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Collection, Iterable, Mapping, Protocol
 
 from echsd.errors import BadRequest
-from echsd.settings import REASONING_EFFORTS
 
 DEFAULT_INSTRUCTIONS = (
     "You are a coding agent running on the user's machine in {{cwd}}. "
     "Use the tools to inspect and change files and to run commands; prefer small, verifiable "
     "steps, and report concisely what you did and what remains."
 )
-DEFAULT_REASONING = "medium"
 WRITES = ("allow", "dry-run", "deny")  # what apply_patch may do to files
 APPROVALS = ("never", "on-write", "always")  # which tool calls wait for a client's approval
 CONFIG_KEYS = ("cwd", "model", "reasoning", "instructions", "tools", "writes", "approval")
@@ -69,12 +70,6 @@ def _check_text(key: str, value: Any, *, allow_empty: bool = False) -> str:
     return value
 
 
-def _check_reasoning(value: Any) -> str:
-    if value not in REASONING_EFFORTS:
-        raise BadRequest(f"reasoning must be one of {', '.join(REASONING_EFFORTS)} (got {value!r})")
-    return str(value)
-
-
 def _tool_items(spec: Any) -> list[str]:
     if isinstance(spec, str):
         return [part.strip() for part in spec.split(",") if part.strip()]
@@ -121,37 +116,59 @@ def _choice(key: str, allowed: tuple[str, ...]) -> Callable[[Any], str]:
 _CHECKS: dict[str, Callable[[Any], Any]] = {
     "cwd": _check_cwd,
     "model": lambda value: _check_text("model", value),
-    "reasoning": _check_reasoning,
     "instructions": lambda value: _check_text("instructions", value, allow_empty=True),
     "writes": _choice("writes", WRITES),
     "approval": _choice("approval", APPROVALS),
 }
 
 
-def _apply(config: ThreadConfig, changes: Mapping[str, Any], known_tools: Iterable[str]) -> ThreadConfig:
+class EffortCatalog(Protocol):
+    """The model catalog, as config checking needs it (``echsd.codex.ModelCatalog``)."""
+
+    def validate_effort(self, model: str, effort: Any) -> str: ...
+
+    def default_effort(self, model: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class ConfigRules:
+    known_tools: Collection[str]
+    catalog: EffortCatalog
+
+
+def _apply(config: ThreadConfig, changes: Mapping[str, Any], rules: ConfigRules) -> ThreadConfig:
     updated = config
     for key, value in changes.items():
         if key == "tools":
-            updated = replace(updated, tools=apply_tools_spec(updated.tools, value, known_tools))
-        else:
+            updated = replace(updated, tools=apply_tools_spec(updated.tools, value, rules.known_tools))
+        elif key != "reasoning":
             updated = replace(updated, **{key: _CHECKS[key](value)})
+    if "reasoning" in changes:
+        return replace(updated, reasoning=rules.catalog.validate_effort(updated.model, changes["reasoning"]))
+    try:
+        rules.catalog.validate_effort(updated.model, updated.reasoning)
+    except BadRequest:  # the effort came along from another model: take this one's default
+        return replace(updated, reasoning=rules.catalog.default_effort(updated.model))
     return updated
 
 
-def new_config(params: Mapping[str, Any], *, default_model: str, default_tools: Iterable[str], known_tools: Iterable[str]) -> ThreadConfig:
+def new_config(params: Mapping[str, Any], *, default_model: str, default_tools: Iterable[str], rules: ConfigRules) -> ThreadConfig:
     """Config for a new thread from ``thread.create`` params (missing keys take defaults)."""
-    defaults = ThreadConfig(cwd=os.getcwd(), model=default_model, reasoning=DEFAULT_REASONING, instructions=DEFAULT_INSTRUCTIONS, tools=tuple(default_tools))
+    model = _check_text("model", params["model"]) if params.get("model") is not None else default_model
+    defaults = ThreadConfig(
+        cwd=os.getcwd(), model=model, reasoning=rules.catalog.default_effort(model), instructions=DEFAULT_INSTRUCTIONS, tools=tuple(default_tools)
+    )
     given = {key: params[key] for key in CONFIG_KEYS if params.get(key) is not None}
-    return _apply(defaults, given, known_tools)
+    return _apply(defaults, given, rules)
 
 
-def reconfigure(config: ThreadConfig, changes: Any, known_tools: Iterable[str]) -> tuple[ThreadConfig, list[str]]:
+def reconfigure(config: ThreadConfig, changes: Any, rules: ConfigRules) -> tuple[ThreadConfig, list[str]]:
     """Apply a ``thread.configure`` change set; returns the new config and the keys that changed."""
     if not isinstance(changes, Mapping) or not changes:
         raise BadRequest("config must be a non-empty map of " + ", ".join(CONFIG_KEYS))
     unknown = sorted(map(str, set(changes) - set(CONFIG_KEYS)))
     if unknown:
         raise BadRequest(f"unknown config key(s): {', '.join(unknown)}; allowed: {', '.join(CONFIG_KEYS)}")
-    updated = _apply(config, changes, known_tools)
+    updated = _apply(config, changes, rules)
     changed = [key for key in CONFIG_KEYS if getattr(updated, key) != getattr(config, key)]
     return updated, changed

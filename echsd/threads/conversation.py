@@ -57,6 +57,17 @@ class Conversation:
         """Give every dangling call an output saying why it has no real result."""
         self.append(fx, repair(self._loaded(), REPAIR_REASONS.get(reason, reason)), turn_id)
 
+    def prune(self, fx: Effects, keep: Sequence[dict[str, Any]], reason: str) -> int:
+        """Replace the history by ``keep`` (a subset of it); ``history.pruned`` says why."""
+        history = self._loaded()
+        removed = len(history) - len(keep)
+        if removed <= 0:
+            return 0
+        self.items = list(keep)
+        fx.emit("history.pruned", {"items_before": len(history), "items_after": len(self.items), "reason": reason})
+        fx.statements.append(ops.replace_items(self.thread_id, list(self.items)))
+        return removed
+
     def begin_compaction(self) -> tuple[int, list[dict[str, Any]]]:
         if self.compaction is not None:
             raise Conflict("a compaction is already running")

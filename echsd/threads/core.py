@@ -20,7 +20,9 @@ unit: outputs for dangling calls, usage, the terminal event, the thread's new st
 ``queued`` is derived from the queue. Before the actor has loaded the thread (histories
 load lazily), the core holds only the thread row and the number of inputs waiting. The
 inputs themselves are kept by ``InputQueue`` and the history by ``Conversation``: parts
-of the core that only it calls.
+of the core that only it calls. The transitions clients trigger (interrupt, pause, resume,
+kill, shutdown) are in ``control.py`` and those of the running turn in ``turndecisions.py``:
+mixins of this one class, so the one owner's rules are in three files, not one long one.
 """
 
 from __future__ import annotations
@@ -29,16 +31,16 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from echsd.codex import strip_reasoning_items
 from echsd.errors import Conflict, InvalidState
 from echsd.ids import new_input_id, new_turn_id
 from echsd.store import InputRow, ThreadRow, ops
-from echsd.threads.config import ThreadConfig, reconfigure
+from echsd.threads.config import ConfigRules, ThreadConfig, reconfigure
 from echsd.threads.control import ControlDecisions
+from echsd.threads.turndecisions import TurnDecisions
 from echsd.threads.conversation import Conversation
 from echsd.threads.effects import (
-    USAGE_KEYS,
     Effects,
-    TurnEnd,
     TurnState,
     empty_usage,
 )
@@ -54,7 +56,7 @@ from echsd.threads.state import (
 )
 
 
-class ThreadCore(ControlDecisions):
+class ThreadCore(ControlDecisions, TurnDecisions):
     __slots__ = (
         "_kill_reason",
         "_new_turn_id",
@@ -93,7 +95,7 @@ class ThreadCore(ControlDecisions):
         self.created_at = created_at
         self.state = state
         self.config = config
-        self.usage: dict[str, int] = empty_usage() | {"turns": 0} | dict(usage or {})
+        self.usage: dict[str, Any] = empty_usage() | {"turns": 0} | dict(usage or {})
         self.active_turn = active_turn
         self.extra: dict[str, Any] = dict(extra or {})
         self.children: list[str] = list(children)
@@ -247,77 +249,17 @@ class ThreadCore(ControlDecisions):
         pending = self.inputs.popleft()
         return self._start_turn([pending]) if pending is not None else None
 
-    # ---- the running turn ----------------------------------------------------------------
-
-    def append_items(self, items: Sequence[dict[str, Any]], before: Sequence[tuple[str, dict[str, Any]]] = ()) -> Effects:
-        """Items join the history (with ``item.completed`` each), after ``before`` events."""
-        fx = Effects(events=list(before))
-        self._append(fx, items, self.turn.turn_id if self.turn is not None else None)
-        return fx
-
-    def deliver_steers(self) -> Effects | None:
-        """Steered inputs join the running turn (at a safe boundary: before a model request)."""
-        turn = self._running_turn()
-        pending = self.inputs.take_steers()
-        if not pending:
-            return None
-        fx = Effects()
-        self._deliver(fx, pending, turn.turn_id)
-        return fx
-
-    def settle(self) -> bool:
-        """The model stopped calling tools: True if steers wait (the turn goes on), else the
-        turn stops taking steers (later ones queue for the next turn)."""
-        turn = self._running_turn()
-        if self.inputs.steering:
-            return True
-        turn.accepting_steer = False
-        return False
-
-    def add_usage(self, usage: dict[str, int]) -> None:
-        turn = self._running_turn()
-        for key in USAGE_KEYS:
-            turn.usage[key] += int(usage.get(key, 0))
-
-    def finish_turn(self, status: str, error: dict[str, str] | None = None) -> Effects:
-        """Close the running turn: ``status`` is how the loop ended (completed | error);
-        a turn ended from outside is ``interrupted`` whatever the loop saw."""
-        turn = self._running_turn()
-        reason = turn.end_reason
-        if reason is not None:
-            status, error = "interrupted", None
-        fx = Effects()
-        if status != "completed":
-            self.conversation.repair(fx, reason if reason is not None else "error", turn.turn_id)
-        for key in USAGE_KEYS:
-            self.usage[key] = self.usage.get(key, 0) + turn.usage[key]
-        fx.emit("turn.usage", {"turn_id": turn.turn_id, **turn.usage})
-        if status == "completed":
-            fx.emit("turn.completed", {"turn_id": turn.turn_id, "final_text": turn.final_text})
-        elif status == "interrupted":
-            fx.emit("turn.interrupted", {"turn_id": turn.turn_id, "reason": reason})
-        else:
-            fx.emit("turn.error", {"turn_id": turn.turn_id, "error": error})
-        self.turn = None
-        self.active_turn = None
-        if reason == "kill":
-            self._become_killed(fx, Trigger.KILL)
-        else:
-            self.inputs.requeue_steers(fx)
-            self.state = transition(self.state, Trigger.TURN_END_PAUSED if reason == "pause" else Trigger.TURN_END)
-            fx.emit("thread.state", {"state": self.state.value})
-        fx.statements.append(ops.upsert_thread(self.to_row()))
-        fx.turn_end = TurnEnd(turn.turn_id, status, reason, error, turn.final_text, self.state.value)
-        return fx
-
-    def configure(self, changes: Any, known_tools: Iterable[str]) -> Effects:
+    def configure(self, changes: Any, rules: ConfigRules) -> Effects:
         """Hot swap: a running turn uses the new config from its next model request."""
         self.check_alive()
-        updated, changed = reconfigure(self.config, changes, known_tools)
+        updated, changed = reconfigure(self.config, changes, rules)
         self.config = updated
         fx = Effects()
         fx.emit("thread.configured", {"config": updated.to_dict(), "changed": changed})
         fx.statements.append(ops.upsert_thread(self.to_row()))
+        if "model" in changed and self.history:  # encrypted reasoning is readable by its own model only
+            kept, _removed = strip_reasoning_items(self.history)
+            self.conversation.prune(fx, kept, "reasoning of the previous model left out")
         return fx
 
     # ---- compaction ----------------------------------------------------------------------
@@ -387,4 +329,5 @@ class ThreadCore(ControlDecisions):
         text = self.conversation.append(fx, items, turn_id)
         if text and self.turn is not None and turn_id == self.turn.turn_id:
             self.turn.final_text = text
+            self.turn.final_text_at = len(self.history or ()) - 1
 

@@ -17,8 +17,9 @@ from echsd.store import Statement
 USAGE_KEYS = ("input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens")
 
 
-def empty_usage() -> dict[str, int]:
-    return {key: 0 for key in USAGE_KEYS}
+def empty_usage() -> dict[str, Any]:
+    """Token counts, and ``cost_usd`` estimated from the catalog's prices (0 where unknown)."""
+    return {**{key: 0 for key in USAGE_KEYS}, "cost_usd": 0.0}
 
 
 @dataclass(slots=True)
@@ -29,8 +30,9 @@ class TurnState:
     input_ids: list[str]
     end_reason: str | None = None  # set when the turn is ended from outside: interrupt | pause | kill | shutdown
     accepting_steer: bool = True
-    usage: dict[str, int] = field(default_factory=empty_usage)
+    usage: dict[str, Any] = field(default_factory=empty_usage)
     final_text: str = ""  # the last assistant message of this turn
+    final_text_at: int = -1  # its position in the history
 
 
 @dataclass(frozen=True, slots=True)

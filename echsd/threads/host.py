@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence
 
-from echsd.codex import ResponsesClient, Usage
+from echsd.codex import RateLimits, ResponsesClient, Usage
 from echsd.settings import Tuning
 from echsd.threads.config import ThreadConfig
 from echsd.tools.base import ToolContext
@@ -30,6 +30,10 @@ class TurnHost(Protocol):
     @property
     def history(self) -> Sequence[dict[str, Any]]: ...
 
+    @property
+    def reasoning_summaries(self) -> bool:
+        """False once the endpoint refused summaries for this thread's organisation."""
+
     async def emit(self, event_type: str, data: dict[str, Any]) -> None:
         """A transient event of this turn (a delta, tool progress): logged, changes no state."""
 
@@ -42,7 +46,18 @@ class TurnHost(Protocol):
     def settle(self) -> bool:
         """The model is done: True if steers wait (go on), else the turn takes no more steers."""
 
-    def add_usage(self, usage: Usage) -> None: ...
+    def add_usage(self, usage: Usage) -> None:
+        """One response's usage (the host prices it from the catalog)."""
+
+    async def discard_since(self, start: int, reason: str) -> None:
+        """Forget history from ``start`` on (the partial output of a broken response)."""
+
+    async def drop_reasoning(self, reason: str) -> None:
+        """Leave out reasoning items the model cannot read (made by another model)."""
+
+    async def note_summary_unavailable(self) -> None: ...
+
+    async def note_rate_limits(self, limits: Sequence[RateLimits]) -> None: ...
 
     async def request_approval(self, call_id: str, tool: str, arguments: Any, summary: str) -> str:
         """Ask the thread's clients; returns approve | deny | timeout (cancelled: raises)."""

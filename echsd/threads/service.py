@@ -29,8 +29,11 @@ class ThreadService:
 
     def status(self) -> dict[str, Any]:
         counts = {state.value: 0 for state in ThreadState}
+        usage: dict[str, float] = {}
         for record in self.supervisor.records.values():
             counts[record.core.state.value] += 1
+            for key, value in record.core.usage.items():
+                usage[key] = usage.get(key, 0) + value
         return {
             "version": __version__,
             "provider": self.settings.provider,
@@ -38,6 +41,8 @@ class ThreadService:
             "base_url": self.settings.base_url,
             "uptime_s": round(time.monotonic() - self.started, 3),
             "threads": {"total": len(self.supervisor.records), **counts},
+            "usage": usage,
+            "rate_limits": self.supervisor.limits.snapshot(),
             "state_dir": str(self.settings.state_dir),
         }
 

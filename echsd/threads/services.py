@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
 
-from echsd.codex import ResponsesClient
+from echsd.codex import ModelCatalog, ResponsesClient
 from echsd.settings import Tuning
 from echsd.store import Store, Unit
+from echsd.threads.account import AccountLimits
 from echsd.threads.approvals import ApprovalBook
 from echsd.threads.config import ThreadConfig
 from echsd.threads.effects import TurnEnd
@@ -40,3 +41,5 @@ class ActorServices:
     tree: ThreadTree
     turn_finished: Callable[[str, TurnEnd], None]
     approvals: ApprovalBook
+    catalog: ModelCatalog
+    limits: AccountLimits

@@ -35,8 +35,9 @@ from echsd.logs import get_logger
 from echsd.settings import Tuning
 from echsd.store import Store, Unit, ops, queries
 from echsd.threads.actor import ThreadActor
+from echsd.threads.account import AccountLimits
 from echsd.threads.approvals import ApprovalBook
-from echsd.threads.config import ThreadConfig, new_config
+from echsd.threads.config import ConfigRules, ThreadConfig, new_config
 from echsd.threads.core import ThreadCore
 from echsd.threads.effects import TurnEnd
 from echsd.threads.eventlog import ThreadLog
@@ -59,6 +60,7 @@ class Supervisor:
         self.default_model = default_model
         self.records: dict[str, ThreadRecord] = {}
         self.approvals = ApprovalBook()
+        self.limits = AccountLimits()
         self.services = ActorServices(
             store=store,
             client=client,
@@ -67,6 +69,8 @@ class Supervisor:
             tree=self,
             turn_finished=self._turn_finished,
             approvals=self.approvals,
+            catalog=client.catalog,
+            limits=self.limits,
         )
         self._turn_listeners: list[TurnListener] = []
         self._nursery: trio.Nursery | None = None
@@ -187,9 +191,8 @@ class Supervisor:
     # ---- the thread tree (ThreadTree, for the actors) --------------------------------
 
     def build_config(self, params: Mapping[str, Any]) -> ThreadConfig:
-        return new_config(
-            params, default_model=self.default_model, default_tools=default_tool_names(self.services.builtins), known_tools=self.services.builtins
-        )
+        rules = ConfigRules(known_tools=list(self.services.builtins), catalog=self.services.catalog)
+        return new_config(params, default_model=self.default_model, default_tools=default_tool_names(self.services.builtins), rules=rules)
 
     def depth(self, thread_id: str) -> int:
         depth, core = 0, self.records[thread_id].core

@@ -7,6 +7,12 @@ arrives after the last response keeps the turn going instead of starting a new o
 
 The loop sees its thread only through ``TurnHost``: it emits deltas, appends items (each
 with its ``item.completed`` event, in one store unit) and never touches state itself.
+
+The endpoint's notices become events and thread facts: each retry the client makes is a
+``turn.retry`` event (clients show it instead of silence), rate limits an
+``account.rate_limits`` event, a refused reasoning summary or unreadable reasoning a lasting
+change of what the thread sends. A stream that breaks after output started is requested
+again with the same retry budget, its partial output left out of the history.
 """
 
 from __future__ import annotations
@@ -17,8 +23,14 @@ from echsd.codex import (
     Completed,
     ItemDone,
     ModelError,
+    OutputInterrupted,
+    RateLimitsUpdated,
     ReasoningDelta,
+    ReasoningDropped,
     ResponsesRequest,
+    Retrying,
+    RetryBudget,
+    SummaryUnavailable,
     TextDelta,
 )
 from echsd.logs import get_logger
@@ -60,7 +72,8 @@ async def _loop(host: TurnHost) -> None:
 
 def build_request(host: TurnHost) -> ResponsesRequest:
     config = host.config
-    tools = [tool.spec.to_model() for tool in host.tools.enabled(config.tools)]
+    custom_tools = host.client.catalog.get(config.model).custom_tools
+    tools = [tool.spec.to_model(custom_tools=custom_tools) for tool in host.tools.enabled(config.tools)]
     return ResponsesRequest(
         model=config.model,
         instructions=config.rendered_instructions(),
@@ -68,16 +81,30 @@ def build_request(host: TurnHost) -> ResponsesRequest:
         tools=tools,
         parallel_tool_calls=True,
         reasoning_effort=config.reasoning,
+        reasoning_summary="auto" if host.reasoning_summaries else None,
         prompt_cache_key=host.thread_id,
+        session_id=host.thread_id,
     )
 
 
 async def _one_response(host: TurnHost) -> list[dict[str, Any]]:
-    """Stream one model response; completed items go to history as they finish."""
+    """One model response (requested again, within one retry budget, if its stream breaks
+    after output started); returns its function calls."""
+    budget = host.client.retry_budget()
+    while True:
+        start = len(host.history)
+        try:
+            return await _stream(host, budget)
+        except OutputInterrupted as exc:
+            await host.discard_since(start, f"the response broke off ({exc.message}) and is requested again")
+
+
+async def _stream(host: TurnHost, budget: RetryBudget) -> list[dict[str, Any]]:
+    """Stream one response; completed items go to history as they finish."""
     calls: list[dict[str, Any]] = []
     turn_id = host.turn_id
     emit = host.emit
-    async with host.client.stream(build_request(host)) as events:
+    async with host.client.stream(build_request(host), budget=budget) as events:
         async for event in events:
             if isinstance(event, TextDelta):
                 await emit("turn.delta", {"turn_id": turn_id, "item_id": event.item_id, "delta": event.delta})
@@ -89,4 +116,19 @@ async def _one_response(host: TurnHost) -> list[dict[str, Any]]:
                     calls.append(event.item)
             elif isinstance(event, Completed):
                 host.add_usage(event.usage)
+            else:
+                await _notice(host, event)
     return calls
+
+
+async def _notice(host: TurnHost, event: Any) -> None:
+    if isinstance(event, Retrying):
+        data = {"attempt": event.attempt, "max_retries": event.max_retries, "delay_s": event.delay_s, "reason": event.reason, "code": event.code}
+        await host.emit("turn.retry", {"turn_id": host.turn_id, **data})
+    elif isinstance(event, RateLimitsUpdated):
+        await host.note_rate_limits(event.limits)
+    elif isinstance(event, SummaryUnavailable):
+        log.warning("reasoning summaries refused; not asking again on this thread", thread_id=host.thread_id, error=event.message)
+        await host.note_summary_unavailable()
+    elif isinstance(event, ReasoningDropped):
+        await host.drop_reasoning("reasoning the model could not read (made by another model) left out")

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from echsd.codex import ResponsesClient, Usage
+from echsd.codex import RateLimits, ResponsesClient, Usage
 from echsd.settings import Tuning
 from echsd.store import Unit
 from echsd.ids import new_approval_id
+from echsd.threads.account import AccountLimits
 from echsd.threads.approvals import ApprovalBook, PendingApproval
 from echsd.threads.config import ThreadConfig
 from echsd.threads.core import ThreadCore
@@ -35,6 +36,7 @@ class ActorTurnHost:
     tools: ToolRegistry
     caps: ThreadCapabilities
     approvals: ApprovalBook
+    limits: AccountLimits
 
     @property
     def thread_id(self) -> str:
@@ -48,6 +50,10 @@ class ActorTurnHost:
     def history(self) -> Sequence[dict[str, Any]]:
         assert self.core.history is not None
         return self.core.history
+
+    @property
+    def reasoning_summaries(self) -> bool:
+        return not self.core.extra.get("no_reasoning_summary")
 
     async def emit(self, event_type: str, data: dict[str, Any]) -> None:
         await self.log.ready()
@@ -69,7 +75,28 @@ class ActorTurnHost:
         return self.core.settle()
 
     def add_usage(self, usage: Usage) -> None:
-        self.core.add_usage({key: getattr(usage, key) for key in USAGE_KEYS})
+        counts = {key: getattr(usage, key) for key in USAGE_KEYS}
+        cost = self.client.catalog.estimate_cost(
+            self.core.config.model, input_tokens=usage.input_tokens, cached_tokens=usage.cached_tokens, output_tokens=usage.output_tokens
+        )
+        self.core.add_usage(counts, cost)
+
+    async def discard_since(self, start: int, reason: str) -> None:
+        await self.log.ready()
+        self.commit(self.core.discard_since(start, reason))
+
+    async def drop_reasoning(self, reason: str) -> None:
+        await self.log.ready()
+        self.commit(self.core.drop_reasoning(reason))
+
+    async def note_summary_unavailable(self) -> None:
+        await self.log.ready()
+        self.commit(self.core.note_summary_unavailable())
+
+    async def note_rate_limits(self, limits: Sequence[RateLimits]) -> None:
+        reported = [limit.to_dict() for limit in limits]
+        self.limits.record(reported)
+        await self.emit("account.rate_limits", {"turn_id": self.turn_id, "limits": reported})
 
     async def request_approval(self, call_id: str, tool: str, arguments: Any, summary: str) -> str:
         request = PendingApproval(new_approval_id(), self.thread_id, self.turn_id, call_id, tool, arguments, summary)

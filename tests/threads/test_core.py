@@ -10,7 +10,8 @@ import pytest
 
 from echsd.errors import Conflict, EchsError, InvalidState
 from echsd.store import InputRow, ThreadRow
-from echsd.threads.config import ThreadConfig
+from echsd.codex import default_catalog
+from echsd.threads.config import ConfigRules, ThreadConfig
 from echsd.threads.core import ThreadCore
 from echsd.threads.effects import Effects, Park
 from echsd.threads.history import check_invariants
@@ -54,7 +55,7 @@ TRIGGERS: dict[str, Callable[[ThreadCore], tuple[Any, Effects]]] = {
     "resume": lambda c: c.resume(),
     "kill": lambda c: c.kill(),
     "shutdown": lambda c: c.shutdown(),
-    "configure": lambda c: (None, c.configure({"reasoning": "high"}, ["exec_command"])),
+    "configure": lambda c: (None, c.configure({"reasoning": "high"}, ConfigRules(["exec_command"], default_catalog()))),
     "compact": lambda c: (c.begin_compaction(), Effects()),
     "turn_completed": lambda c: (None, c.finish_turn("completed")),
     "turn_error": lambda c: (None, c.finish_turn("error", {"code": "server_error", "message": "boom"})),

@@ -1,0 +1,140 @@
+"""Decisions of the thread core about the running turn: its items, steers, usage, end.
+
+Part of ``ThreadCore`` (a mixin: the one object that owns a thread's state keeps every
+transition; this file holds the ones the turn task triggers through ``TurnHost``). Every
+item enters the history through ``_append`` (items, their events and rows in one unit), and
+``finish_turn`` writes everything that closes a turn as one unit: outputs for dangling calls,
+usage, the terminal event, re-queued steers, the thread's new state.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from echsd.codex import strip_reasoning_items
+from echsd.store import ops
+from echsd.threads.effects import USAGE_KEYS, Effects, TurnEnd
+from echsd.threads.state import Trigger, transition
+
+if TYPE_CHECKING:
+    from echsd.store import ThreadRow
+    from echsd.threads.conversation import Conversation
+    from echsd.threads.effects import TurnState
+    from echsd.threads.inputqueue import InputQueue
+    from echsd.threads.state import ThreadState
+
+
+class TurnDecisions:
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # provided by ThreadCore
+        state: ThreadState
+        turn: TurnState | None
+        active_turn: str | None
+        usage: dict[str, Any]
+        extra: dict[str, Any]
+        conversation: Conversation
+        inputs: InputQueue
+
+        @property
+        def history(self) -> list[dict[str, Any]] | None: ...
+
+        def to_row(self) -> ThreadRow: ...
+
+        def _running_turn(self) -> TurnState: ...
+
+        def _deliver(self, fx: Effects, inputs: Sequence[Any], turn_id: str) -> None: ...
+
+        def _append(self, fx: Effects, items: Sequence[dict[str, Any]], turn_id: str | None) -> None: ...
+
+        def _become_killed(self, fx: Effects, trigger: Trigger) -> None: ...
+
+    def append_items(self, items: Sequence[dict[str, Any]], before: Sequence[tuple[str, dict[str, Any]]] = ()) -> Effects:
+        """Items join the history (with ``item.completed`` each), after ``before`` events."""
+        fx = Effects(events=list(before))
+        self._append(fx, items, self.turn.turn_id if self.turn is not None else None)
+        return fx
+
+    def deliver_steers(self) -> Effects | None:
+        """Steered inputs join the running turn (at a safe boundary: before a model request)."""
+        turn = self._running_turn()
+        pending = self.inputs.take_steers()
+        if not pending:
+            return None
+        fx = Effects()
+        self._deliver(fx, pending, turn.turn_id)
+        return fx
+
+    def settle(self) -> bool:
+        """The model stopped calling tools: True if steers wait (the turn goes on), else the
+        turn stops taking steers (later ones queue for the next turn)."""
+        turn = self._running_turn()
+        if self.inputs.steering:
+            return True
+        turn.accepting_steer = False
+        return False
+
+    def add_usage(self, usage: dict[str, int], cost_usd: float | None = None) -> None:
+        """One response's tokens, and its estimated cost (None: the model has no prices)."""
+        turn = self._running_turn()
+        for key in USAGE_KEYS:
+            turn.usage[key] += int(usage.get(key, 0))
+        turn.usage["cost_usd"] += cost_usd or 0.0
+
+    def discard_since(self, start: int, reason: str) -> Effects:
+        """Forget the items from ``start`` on (a response that broke after output started:
+        it is requested again, so its partial output must not be sent)."""
+        turn = self._running_turn()
+        fx = Effects()
+        assert self.history is not None
+        self.conversation.prune(fx, self.history[:start], reason)
+        if turn.final_text_at >= start:
+            turn.final_text, turn.final_text_at = "", -1
+        return fx
+
+    def drop_reasoning(self, reason: str) -> Effects:
+        """Leave out encrypted reasoning the model cannot read (made by another model)."""
+        fx = Effects()
+        assert self.history is not None
+        kept, _removed = strip_reasoning_items(self.history)
+        self.conversation.prune(fx, kept, reason)
+        return fx
+
+    def note_summary_unavailable(self) -> Effects:
+        """The organisation may not get reasoning summaries: stop asking for them."""
+        fx = Effects()
+        if not self.extra.get("no_reasoning_summary"):
+            self.extra["no_reasoning_summary"] = True
+            fx.statements.append(ops.upsert_thread(self.to_row()))
+        return fx
+
+    def finish_turn(self, status: str, error: dict[str, str] | None = None) -> Effects:
+        """Close the running turn: ``status`` is how the loop ended (completed | error);
+        a turn ended from outside is ``interrupted`` whatever the loop saw."""
+        turn = self._running_turn()
+        reason = turn.end_reason
+        if reason is not None:
+            status, error = "interrupted", None
+        fx = Effects()
+        if status != "completed":
+            self.conversation.repair(fx, reason if reason is not None else "error", turn.turn_id)
+        for key in (*USAGE_KEYS, "cost_usd"):
+            self.usage[key] = self.usage.get(key, 0) + turn.usage[key]
+        fx.emit("turn.usage", {"turn_id": turn.turn_id, **turn.usage})
+        if status == "completed":
+            fx.emit("turn.completed", {"turn_id": turn.turn_id, "final_text": turn.final_text})
+        elif status == "interrupted":
+            fx.emit("turn.interrupted", {"turn_id": turn.turn_id, "reason": reason})
+        else:
+            fx.emit("turn.error", {"turn_id": turn.turn_id, "error": error})
+        self.turn = None
+        self.active_turn = None
+        if reason == "kill":
+            self._become_killed(fx, Trigger.KILL)
+        else:
+            self.inputs.requeue_steers(fx)
+            self.state = transition(self.state, Trigger.TURN_END_PAUSED if reason == "pause" else Trigger.TURN_END)
+            fx.emit("thread.state", {"state": self.state.value})
+        fx.statements.append(ops.upsert_thread(self.to_row()))
+        fx.turn_end = TurnEnd(turn.turn_id, status, reason, error, turn.final_text, self.state.value)
+        return fx
