@@ -1,36 +1,68 @@
-"""``exec_command``: run a shell command in the thread's cwd and return its output.
+"""``exec_command``: run a shell command, contained, as Codex's unified exec tool does.
 
-The command runs in its own process group (see ``process.py``): interrupting the turn,
-a timeout or a daemon shutdown kills the whole group. Output streams to clients as
-``tool.output`` events while it runs; the model gets the exit code, wall time and the
-output (head+tail truncated).
+The command runs in the thread's cwd (or ``workdir``) through ``shell -c`` (``-lc`` with
+``login``), in its own enclosure (see ``containment.py``), with a pty when ``tty`` is true
+and pipes otherwise. The call returns when the command exits or after ``yield_time_ms``
+(default 10 s, 250 ms to 30 s): with the wall time, the output so far (clipped to
+``max_output_tokens``) and either the exit code or the ``session_id`` of the command still
+running, for ``write_stdin``. Output streams to clients as ``tool.output`` events while the
+call waits. Arguments and report follow Codex's shapes exactly; ``sandbox_permissions``,
+``justification`` and ``prefix_rule`` are accepted and ignored, with a note (echsd has no
+sandbox to escalate from). ``login`` defaults to false here: a login shell sources the
+user's profile on every command (hundreds of ms on a machine with pyenv or nvm).
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
+from echsd.tools import exec_args
 from echsd.tools.base import ToolContext, ToolError, ToolResult, ToolSpec
-from echsd.tools.process import run_command, shell_argv
-from echsd.tools.truncate import DEFAULT_MAX_CHARS, truncate_middle
+from echsd.tools.exec_output import ExecReport
+from echsd.tools.process import shell_argv
+from echsd.tools.sessions import ExecRequest, SessionTool
 
-STREAMED_OUTPUT_LIMIT = 1024 * 1024  # bytes of tool.output events per call; the model sees head+tail
+IGNORED_FIELDS = ("sandbox_permissions", "justification", "prefix_rule")
 
 SPEC = ToolSpec(
     name="exec_command",
     description=(
-        "Run a shell command (bash -c) in the thread's working directory and return its exit code "
-        "and combined stdout/stderr. The command and everything it starts are killed when it times "
-        "out or the turn is interrupted."
+        "Runs a command in a PTY (tty=true) or with plain pipes, returning its output and exit code, or a "
+        "session ID for ongoing interaction with write_stdin when it is still running after yield_time_ms."
     ),
     parameters={
         "type": "object",
         "properties": {
-            "cmd": {"type": "string", "description": "The shell command to run."},
-            "workdir": {"type": "string", "description": "Directory to run in; relative paths are resolved against the thread's cwd."},
-            "timeout_ms": {"type": "integer", "description": "Kill the command after this many milliseconds."},
-            "max_output_chars": {"type": "integer", "description": "Truncate the returned output (head+tail) to this many characters."},
+            "cmd": {"type": "string", "description": "Shell command to execute."},
+            "workdir": {
+                "type": "string",
+                "description": "Working directory for the command; relative paths start at the thread's cwd, the default.",
+            },
+            "shell": {"type": "string", "description": "Shell binary to launch. Defaults to bash (or /bin/sh)."},
+            "login": {
+                "type": "boolean",
+                "description": "True runs the shell with -l (login) semantics, sourcing the user's profile. Defaults to false.",
+            },
+            "tty": {
+                "type": "boolean",
+                "description": "True allocates a PTY for the command (needed to type into it later); false or omitted uses plain pipes.",
+            },
+            "yield_time_ms": {
+                "type": "number",
+                "description": "How long to wait for the command before returning its output so far. Defaults to 10000 ms; effective range 250-30000 ms.",
+            },
+            "max_output_tokens": {
+                "type": "number",
+                "description": "Output token budget; longer output keeps its head and tail. Defaults to 10000 tokens, which is also the most.",
+            },
+            "sandbox_permissions": {
+                "type": "string",
+                "description": "Accepted for compatibility and ignored: commands run as the user, without a sandbox.",
+            },
+            "justification": {"type": "string", "description": "Accepted for compatibility and ignored."},
+            "prefix_rule": {"type": "array", "items": {"type": "string"}, "description": "Accepted for compatibility and ignored."},
         },
         "required": ["cmd"],
         "additionalProperties": False,
@@ -39,45 +71,32 @@ SPEC = ToolSpec(
 )
 
 
-class ExecCommand:
+class ExecCommand(SessionTool):
     spec = SPEC
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         command = args["cmd"]
         if not command.strip():
             raise ToolError("cmd is empty")
-        workdir = _resolve_workdir(ctx.cwd, args.get("workdir"))
-        timeout_s = ctx.timeout_s
-        if args.get("timeout_ms") is not None:
-            if args["timeout_ms"] <= 0:
-                raise ToolError("timeout_ms must be positive")
-            timeout_s = min(timeout_s, args["timeout_ms"] / 1000)
-        max_chars = args.get("max_output_chars") or DEFAULT_MAX_CHARS
-        streamed = 0
-
-        async def forward(text: str) -> None:
-            nonlocal streamed
-            if streamed < STREAMED_OUTPUT_LIMIT:
-                streamed += len(text)
-                await ctx.emit_output("stdout", text)
-
-        result = await run_command(shell_argv(command), cwd=str(workdir), timeout_s=timeout_s, on_output=forward)
-        if result.timed_out:
-            status = f"Timed out after {timeout_s:g} s (process group killed)"
-        elif result.signal is not None:
-            status = f"Killed by signal {result.signal}"
-        else:
-            status = f"Exit code: {result.exit_code}"
-        body = truncate_middle(result.output, max_chars)
-        text = f"{status}\nWall time: {result.wall_s:.2f} s\nOutput:\n{body}"
-        return ToolResult(
-            output=text,
-            ok=result.exit_code == 0,
-            meta={"exit_code": result.exit_code, "timed_out": result.timed_out, "signal": result.signal},
+        request = ExecRequest(
+            argv=shell_argv(command, shell=_resolve_shell(args.get("shell")), login=bool(args.get("login"))),
+            cwd=str(resolve_workdir(ctx.cwd, args.get("workdir"))),
+            tty=bool(args.get("tty")),
+            yield_s=exec_args.exec_yield_s(args, ctx.timeout_s),
+            max_tokens=exec_args.max_output_tokens(args),
+            command=command,
+            notes=tuple(_ignored_notes(args)),
         )
+        report = await self.sessions_of(ctx).exec_command(request, turn_id=ctx.turn_id, emit=self.emitter(ctx))
+        return result_of(report)
 
 
-def _resolve_workdir(cwd: Path, workdir: str | None) -> Path:
+def result_of(report: ExecReport) -> ToolResult:
+    ok = report.session_id is not None or report.exit_code == 0
+    return ToolResult(output=report.render(), ok=ok, meta=report.meta())
+
+
+def resolve_workdir(cwd: Path, workdir: str | None) -> Path:
     if not workdir:
         return cwd
     path = Path(workdir).expanduser()
@@ -86,3 +105,19 @@ def _resolve_workdir(cwd: Path, workdir: str | None) -> Path:
     if not path.is_dir():
         raise ToolError(f"workdir {str(path)!r} is not an existing directory")
     return path
+
+
+def _resolve_shell(shell: str | None) -> str | None:
+    if not shell:
+        return None
+    found = shutil.which(shell)
+    if found is None:
+        raise ToolError(f"shell {shell!r} was not found or is not executable")
+    return found
+
+
+def _ignored_notes(args: dict[str, Any]) -> list[str]:
+    given = [name for name in IGNORED_FIELDS if args.get(name) not in (None, "", [])]
+    if not given:
+        return []
+    return [f"{', '.join(given)} ignored: echsd runs commands as the user without a sandbox (nothing to escalate)"]

@@ -1,174 +1,212 @@
-"""Run a command in its own process group, capture its output, and never leave it behind.
+"""Spawn tool commands inside an enclosure, with pipes or a pty, and never leave them behind.
 
-Every command starts a new session (so a new process group, and no controlling terminal
-of ours). Whatever way the call ends (normal exit, timeout, interrupt, daemon shutdown),
-the whole group gets SIGKILL and the leader is reaped before we return, so an interrupt
-leaves no child running. ``live_groups`` tracks groups still alive for shutdown.
+``ToolProcesses`` is the daemon's table of live enclosures: the mechanism detected at start
+(``containment.py``, ``containment_probe.py``), the on-disk registry (``groups.py``), the
+set that shutdown kills, and the reaper of the orphans killed commands leave us.
+``ContainedProcess`` is one command: spawned in its own session inside its enclosure, read
+as bytes from a pipe (stdout and stderr together, stdin from /dev/null) or from a pty
+master (the slave is its controlling terminal, so Ctrl-C and /dev/tty work), and finished
+by ``release``, which kills whatever is left of the enclosure and waits until it is empty.
+
+The daemon calls ``use_group_registry`` at start (detects the mechanism, kills what a
+crashed run left), ``kill_all_groups`` at shutdown, and shows ``containment_name()``.
 """
 
 from __future__ import annotations
 
-import codecs
+import errno
+import fcntl
+import functools
 import os
 import shutil
-import signal
+import struct
 import subprocess
-import time
-from dataclasses import dataclass
+import termios
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Awaitable, Callable, Mapping
+from typing import Mapping
 
 import trio
 
 from echsd.logs import get_logger
+from echsd.tools import procfs
+from echsd.tools.containment import Containment, Enclosure
+from echsd.tools.containment_probe import detect_containment
 from echsd.tools.groups import GroupRegistry
 
 log = get_logger(__name__)
 
 READ_CHUNK = 65536
-DRAIN_AFTER_EXIT_S = 0.25  # output still buffered in the pipe when the leader exits
+PTY_ROWS, PTY_COLUMNS = 24, 80  # Codex's pty size
 SECRET_ENV = ("OPENAI_API_KEY", "ECHS_TOKEN")
+RECENT_LEADERS = 256  # process groups whose orphans are still recognised as ours
+# What Codex sets for its exec sessions: no colours, no pagers, a terminal nobody drives.
+COMMAND_ENV = {"NO_COLOR": "1", "TERM": "dumb", "COLORTERM": "", "PAGER": "cat", "GIT_PAGER": "cat", "GH_PAGER": "cat"}
 
-live_groups: set[int] = set()
-_registry: GroupRegistry | None = None
+
+@dataclass
+class ToolProcesses:
+    containment: Containment
+    registry: GroupRegistry | None = None
+    live: dict[int, Enclosure] = field(default_factory=dict)
+    recent: deque[int] = field(default_factory=lambda: deque(maxlen=RECENT_LEADERS))
+
+    async def spawn(self, argv: list[str], *, cwd: str, env: Mapping[str, str], tty: bool) -> "ContainedProcess":
+        """Start ``argv`` in a new enclosure. OSError when it cannot be started."""
+        master = slave = None
+        if tty:
+            master, slave = os.openpty()
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", PTY_ROWS, PTY_COLUMNS, 0, 0))
+        prepared = self.containment.prepare(argv, os.ttyname(slave) if slave is not None else None)
+        try:
+            process = await trio.lowlevel.open_process(
+                prepared.argv,
+                cwd=cwd,
+                env=dict(env),
+                stdin=slave if slave is not None else subprocess.DEVNULL,
+                stdout=slave if slave is not None else subprocess.PIPE,
+                stderr=slave if slave is not None else subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except BaseException:
+            prepared.abandon()
+            if master is not None:
+                os.close(master)
+            raise
+        finally:
+            if slave is not None:
+                os.close(slave)
+        enclosure = prepared.enclose(process.pid)
+        self.live[process.pid] = enclosure
+        if self.registry is not None:
+            self.registry.add(enclosure)
+        if master is not None:
+            stream = trio.lowlevel.FdStream(master)
+            return ContainedProcess(self, process, enclosure, stream, stream)
+        assert process.stdout is not None
+        return ContainedProcess(self, process, enclosure, process.stdout, None)
+
+    def forget(self, enclosure: Enclosure) -> None:
+        self.live.pop(enclosure.leader, None)
+        self.recent.append(enclosure.leader)
+        if self.registry is not None:
+            self.registry.remove(enclosure)
+        self.reap_orphans()
+
+    def reap_orphans(self) -> None:
+        """Reap the zombies of killed commands that were reparented to us. A process is
+        reparented when its parent exits, which can be after its enclosure looked empty,
+        so each release also reaps what earlier ones could not yet see."""
+
+        def ours(pid: int, stat: procfs.ProcStat) -> bool:
+            if pid in self.live:
+                return False  # a leader: trio reaps it
+            if stat.pgrp in self.live or stat.pgrp in self.recent:
+                return True
+            cgroup_id = procfs.cgroup_of(pid)
+            return cgroup_id is not None and self.containment.holds(cgroup_id)
+
+        procfs.reap_zombies(ours)
+
+    def kill_all(self) -> None:
+        """Shutdown safety net: SIGKILL every enclosure still alive (the tasks that own
+        them empty and unregister them as they are cancelled)."""
+        for enclosure in list(self.live.values()):
+            enclosure.kill()
+
+
+class ContainedProcess:
+    """One running command. Reading and waiting may run in different tasks; ``release``
+    must be called once, whatever happened (it is shielded from cancellation)."""
+
+    def __init__(
+        self,
+        table: ToolProcesses,
+        process: trio.Process,
+        enclosure: Enclosure,
+        output: trio.abc.ReceiveStream,
+        stdin: trio.abc.SendStream | None,
+    ) -> None:
+        self.table = table
+        self.process = process
+        self.enclosure = enclosure
+        self.output = output
+        self.stdin = stdin
+        self.pid = process.pid
+
+    @property
+    def tty(self) -> bool:
+        return self.stdin is not None
+
+    async def read(self) -> bytes:
+        """The next chunk of output; b"" once every writer is gone (a pty says EIO)."""
+        try:
+            return await self.output.receive_some(READ_CHUNK)
+        except trio.BrokenResourceError as exc:
+            if isinstance(exc.__cause__, OSError) and exc.__cause__.errno == errno.EIO:
+                return b""
+            raise
+        except trio.ClosedResourceError:
+            return b""
+
+    async def write(self, data: bytes) -> None:
+        """Write to the pty; raises BrokenResourceError once the command is gone."""
+        if self.stdin is None:
+            raise trio.ClosedResourceError("this command's stdin is /dev/null (started without a tty)")
+        await self.stdin.send_all(data)
+
+    async def wait(self) -> int:
+        return await self.process.wait()
+
+    def kill(self) -> None:
+        self.enclosure.kill()
+
+    async def release(self) -> int:
+        """Kill what is left of the enclosure, reap the leader, wait until the enclosure is
+        empty, close the streams and unregister. Returns the leader's exit status."""
+        with trio.CancelScope(shield=True):
+            self.enclosure.kill()
+            code = await self.process.wait()
+            await self.enclosure.wait_gone()
+            await self.output.aclose()
+            self.table.forget(self.enclosure)
+        return code
+
+
+_table: ToolProcesses | None = None
+
+
+def tool_processes() -> ToolProcesses:
+    """The daemon's table (set up by ``use_group_registry``; detected on first use
+    without a registry where nothing set it up, as in unit tests)."""
+    global _table
+    if _table is None:
+        _table = ToolProcesses(detect_containment())
+    return _table
 
 
 def use_group_registry(directory: Path) -> int:
-    """Record live groups under ``directory`` from now on; first kill what a crashed run left.
-
-    Returns the number of leftover groups killed.
-    """
-    global _registry
-    _registry = GroupRegistry(directory)
-    return _registry.kill_leftovers()
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    exit_code: int | None  # None when killed by us (timeout) before it exited
-    signal: int | None
-    output: str
-    timed_out: bool
-    wall_s: float
-    bytes_seen: int
+    """At daemon start: detect the containment mechanism (once per process), record live
+    enclosures under ``directory`` from now on, and first kill what a crashed run left.
+    Returns the number of leftover enclosures killed."""
+    global _table
+    containment = _table.containment if _table is not None else detect_containment()
+    registry = GroupRegistry(directory)
+    _table = ToolProcesses(containment, registry)
+    return registry.kill_leftovers()
 
 
-class _Capture:
-    """Keeps the first and last ``limit`` characters of a stream of unknown length."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.head: list[str] = []
-        self.head_len = 0
-        self.tail = ""
-        self.dropped = 0
-
-    def add(self, text: str) -> None:
-        if self.head_len < self.limit:
-            take = text[: self.limit - self.head_len]
-            self.head.append(take)
-            self.head_len += len(take)
-            text = text[len(take) :]
-        if text:
-            self.tail += text
-            if len(self.tail) > self.limit:
-                self.dropped += len(self.tail) - self.limit
-                self.tail = self.tail[-self.limit :]
-
-    def text(self) -> str:
-        middle = f"\n[... {self.dropped} chars not captured ...]\n" if self.dropped else ""
-        return "".join(self.head) + middle + self.tail
+def containment_name() -> str:
+    """``cgroup``, ``pidns`` or ``process-group``: for ``echs status``."""
+    return tool_processes().containment.name
 
 
-def shell_argv(command: str) -> list[str]:
-    shell = shutil.which("bash") or "/bin/sh"
-    return [shell, "-c", command]
-
-
-def command_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The daemon's environment minus our secrets, with pagers and colours off."""
-    env = {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
-    env.update({"PAGER": "cat", "GIT_PAGER": "cat", "TERM": env.get("TERM", "dumb") or "dumb"})
-    if extra:
-        env.update(extra)
-    return env
-
-
-def kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-async def _wait_group_gone(pgid: int, budget_s: float = 1.0) -> None:
-    """Wait until no live process of the group is left, so "the call ended" means it.
-
-    Members other than the leader are not our children (or are orphans reparented to us as
-    subreaper): we cannot ``wait()`` on them through trio, only watch the group empty after
-    SIGKILL and reap the group's zombies that are ours. Bounded: a process stuck in
-    uninterruptible IO is logged, not waited for forever.
-    """
-    deadline = trio.current_time() + budget_s
-    delay = 0.001
-    while True:
-        _reap_group_zombies(pgid)
-        if not _live_members(pgid):
-            return
-        if trio.current_time() > deadline:
-            log.warning("process group still alive after SIGKILL", pgid=pgid)
-            return
-        kill_group(pgid)
-        await trio.sleep(delay)
-        delay = min(delay * 2, 0.05)
-
-
-def _proc_stat(pid: int) -> tuple[str, int] | None:
-    """(state, pgrp) of a process from /proc, or None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields[0].decode(), int(fields[2])
-
-
-def _live_members(pgid: int) -> list[int]:
-    members = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            stat = _proc_stat(int(name))
-            if stat is not None and stat[1] == pgid and stat[0] != "Z":
-                members.append(int(name))
-    return members
-
-
-def _reap_group_zombies(pgid: int) -> None:
-    """Reap our zombie children from a tool's group (never the leader: trio owns it)."""
-    for child in _children():
-        if child == pgid:
-            continue
-        stat = _proc_stat(child)
-        if stat is not None and stat[0] == "Z" and stat[1] == pgid:
-            try:
-                os.waitpid(child, os.WNOHANG)
-            except ChildProcessError:
-                pass
-
-
-def _children() -> list[int]:
-    pids: list[int] = []
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return pids
-    for task in tasks:
-        try:
-            with open(f"/proc/self/task/{task}/children") as handle:
-                pids.extend(int(pid) for pid in handle.read().split())
-        except OSError:
-            continue
-    return pids
+def kill_all_groups() -> None:
+    """Shutdown safety net: kill every enclosure a tool started that is still alive."""
+    if _table is not None:
+        _table.kill_all()
+        _table.containment.close()
 
 
 def become_subreaper() -> bool:
@@ -184,95 +222,20 @@ def become_subreaper() -> bool:
         return False
 
 
-def kill_all_groups() -> None:
-    """Shutdown safety net: kill every process group a tool started that is still alive."""
-    for pgid in list(live_groups):
-        kill_group(pgid)
-        live_groups.discard(pgid)
+@functools.cache
+def default_shell() -> str:
+    """bash where there is one (looked up once: a PATH search costs ~1 ms per command)."""
+    return shutil.which("bash") or "/bin/sh"
 
 
-async def run_command(
-    argv: list[str],
-    *,
-    cwd: str,
-    timeout_s: float,
-    on_output: Callable[[str], Awaitable[None]] | None = None,
-    capture_limit: int = 512 * 1024,
-    env: Mapping[str, str] | None = None,
-) -> CommandResult:
-    started = time.monotonic()
-    process = await trio.lowlevel.open_process(
-        argv,
-        cwd=cwd,
-        env=dict(env) if env is not None else command_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    pgid = process.pid
-    live_groups.add(pgid)
-    if _registry is not None:
-        _registry.add(pgid)
-    capture = _Capture(capture_limit)
-    counters = {"bytes": 0}
-    pump_done = trio.Event()
-    timed_out = False
-    try:
-        with trio.move_on_after(timeout_s) as timer:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_pump, process.stdout, capture, on_output, counters, pump_done)
-                await process.wait()
-                with trio.move_on_after(DRAIN_AFTER_EXIT_S):
-                    await pump_done.wait()
-                nursery.cancel_scope.cancel()
-        timed_out = timer.cancelled_caught
-    finally:
-        kill_group(pgid)
-        with trio.CancelScope(shield=True):
-            await process.wait()
-            if process.stdout is not None:
-                await process.stdout.aclose()
-            await _wait_group_gone(pgid)
-        live_groups.discard(pgid)
-        if _registry is not None:
-            _registry.remove(pgid)
-    code = process.returncode
-    signal_number = -code if code is not None and code < 0 else None
-    return CommandResult(
-        exit_code=None if timed_out else (code if signal_number is None else None),
-        signal=None if timed_out else signal_number,
-        output=capture.text(),
-        timed_out=timed_out,
-        wall_s=time.monotonic() - started,
-        bytes_seen=counters["bytes"],
-    )
+def shell_argv(command: str, *, shell: str | None = None, login: bool = False) -> list[str]:
+    return [shell or default_shell(), "-lc" if login else "-c", command]
 
 
-async def _pump(
-    stream: trio.abc.ReceiveStream | None,
-    capture: _Capture,
-    on_output: Callable[[str], Awaitable[None]] | None,
-    counters: dict[str, int],
-    done: trio.Event,
-) -> None:
-    if stream is None:
-        done.set()
-        return
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    try:
-        while True:
-            chunk = await stream.receive_some(READ_CHUNK)
-            if not chunk:
-                break
-            counters["bytes"] += len(chunk)
-            text = decoder.decode(chunk)
-            if text:
-                capture.add(text)
-                if on_output is not None:
-                    await on_output(text)
-        tail = decoder.decode(b"", final=True)
-        if tail:
-            capture.add(tail)
-    finally:
-        done.set()
+def command_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The daemon's environment minus our secrets, with pagers and colours off."""
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
+    env.update(COMMAND_ENV)
+    if extra:
+        env.update(extra)
+    return env

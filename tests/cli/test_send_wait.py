@@ -18,7 +18,7 @@ from tests.helpers import mock_directive
 def gated_turn(gate: Path, text: str = "after the gate") -> str:
     """A message whose turn runs a tool until ``gate`` exists, then says ``text``."""
     return mock_directive(
-        [{"calls": [{"name": "exec_command", "arguments": {"cmd": gate_command(gate), "timeout_ms": 60000}}]}, {"text": text}]
+        [{"calls": [{"name": "exec_command", "arguments": {"cmd": gate_command(gate)}}]}, {"text": text}]
     )
 
 

@@ -72,15 +72,15 @@ async def test_tool_calling_turn(daemon: Any, workdir: Any, mock_upstream: Any) 
 
 async def test_parallel_tool_calls_run_concurrently(daemon: Any, workdir: Any) -> None:
     # A writes to a FIFO that only B reads, then reads what B writes back: run one after the
-    # other, A blocks forever on its write (until its timeout); run together, both finish.
+    # other, A blocks on its write until its call yields a session; run together, both finish.
     import os
 
     ab, ba = workdir / "ab", workdir / "ba"
     os.mkfifo(ab)
     os.mkfifo(ba)
     calls = [
-        {"name": "exec_command", "arguments": {"cmd": f"echo from-a > {ab}; cat {ba}", "timeout_ms": 10000}},
-        {"name": "exec_command", "arguments": {"cmd": f"cat {ab}; echo from-b > {ba}", "timeout_ms": 10000}},
+        {"name": "exec_command", "arguments": {"cmd": f"echo from-a > {ab}; cat {ba}"}},
+        {"name": "exec_command", "arguments": {"cmd": f"cat {ab}; echo from-b > {ba}"}},
     ]
     thread = await daemon.service.create(cwd=str(workdir))
     tid = thread["thread_id"]

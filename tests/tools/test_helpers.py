@@ -33,10 +33,11 @@ def test_arguments_checked_against_schema() -> None:
         "{oops": "not valid JSON",
         "[1, 2]": "expected a JSON object",
         '{"cmd": 3}': "must be string",
-        '{"cmd": "ls", "timeout_ms": "soon"}': "must be integer",
-        '{"cmd": "ls", "timeout_ms": true}': "must be integer",
+        '{"cmd": "ls", "yield_time_ms": "soon"}': "must be number",
+        '{"cmd": "ls", "yield_time_ms": true}': "must be number",
+        '{"cmd": "ls", "tty": "yes"}': "must be boolean",
         "{}": "missing required field(s): cmd",
-        '{"cmd": "ls", "shell": "zsh"}': "unknown field(s): shell",
+        '{"cmd": "ls", "timeout_ms": 1000}': "unknown field(s): timeout_ms",
     }
     for raw, message in cases.items():
         with pytest.raises(ToolError, match=message.replace("(", r"\(").replace(")", r"\)")):
