@@ -29,9 +29,13 @@ Type=notify
 NotifyAccess=main
 ExecStart={exec_start} serve
 {environment}# SIGTERM starts the graceful stop (running turns interrupted, state saved, < 10 s);
-# mixed: only the daemon gets SIGTERM, so it can stop its tools' process groups itself;
+# mixed: only the daemon gets SIGTERM, so it can stop its tools itself;
 # whatever is left after TimeoutStopSec gets SIGKILL.
 KillMode=mixed
+# The unit's cgroup is the daemon's to manage: every tool command runs in a cgroup of
+# its own below it, so killing a command kills all it started, setsid and double forks
+# included (`echs status` shows containment: cgroup).
+Delegate=yes
 TimeoutStopSec=15
 WatchdogSec=30
 Restart=on-failure
