@@ -67,7 +67,7 @@ SPEC = ToolSpec(
         "required": ["cmd"],
         "additionalProperties": False,
     },
-    writes=True,
+    writes=True,  # runs (or types into) arbitrary commands
 )
 
 

@@ -35,6 +35,7 @@ SPEC = ToolSpec(
         "required": ["session_id"],
         "additionalProperties": False,
     },
+    writes=True,  # runs (or types into) arbitrary commands
 )
 
 
