@@ -20,6 +20,10 @@ DEFAULT_EXEC_YIELD_TIME_MS = 10_000
 DEFAULT_WRITE_STDIN_YIELD_TIME_MS = 250
 MIN_EMPTY_POLL_YIELD_TIME_MS = 5_000  # an empty write_stdin is a poll: wait at least this
 MAX_EMPTY_POLL_YIELD_TIME_MS = 300_000
+MAX_OUTPUT_TOKENS_PROPERTY = {  # the same in both tools' schemas
+    "type": "number",
+    "description": f"Output token budget; longer output keeps its head and tail. Defaults to {DEFAULT_MAX_OUTPUT_TOKENS} tokens, which is also the most.",
+}
 
 
 def _number(args: dict[str, Any], name: str) -> float | None:

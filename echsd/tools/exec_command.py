@@ -53,10 +53,7 @@ SPEC = ToolSpec(
                 "type": "number",
                 "description": "How long to wait for the command before returning its output so far. Defaults to 10000 ms; effective range 250-30000 ms.",
             },
-            "max_output_tokens": {
-                "type": "number",
-                "description": "Output token budget; longer output keeps its head and tail. Defaults to 10000 tokens, which is also the most.",
-            },
+            "max_output_tokens": exec_args.MAX_OUTPUT_TOKENS_PROPERTY,
             "sandbox_permissions": {
                 "type": "string",
                 "description": "Accepted for compatibility and ignored: commands run as the user, without a sandbox.",

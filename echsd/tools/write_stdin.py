@@ -27,10 +27,7 @@ SPEC = ToolSpec(
                 "type": "number",
                 "description": "How long to wait for output. Defaults to 250 ms, at most 30000 ms; an empty poll waits 5000-300000 ms.",
             },
-            "max_output_tokens": {
-                "type": "number",
-                "description": "Output token budget; longer output keeps its head and tail. Defaults to 10000 tokens, which is also the most.",
-            },
+            "max_output_tokens": exec_args.MAX_OUTPUT_TOKENS_PROPERTY,
         },
         "required": ["session_id"],
         "additionalProperties": False,
