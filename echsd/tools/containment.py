@@ -16,7 +16,8 @@ keeps the first that works (``containment_probe.py``; ``echs status`` shows its 
   kills everything in it; ``unshare`` dying kills the init (``--kill-child``). Limitations:
   the init ignores signals it has no handler for, so a Ctrl-C written to a pty session
   whose command is a bare ``sleep`` does nothing (SIGKILL always works); and ``unshare``
-  reports a command killed by SIGKILL as exit status 1 (it cannot re-raise SIGKILL).
+  reports a command killed by SIGKILL as exit status 1, with a line of its own on stderr
+  (it cannot re-raise SIGKILL); the session manager reports its own kills as SIGKILL.
 - ``process-group``: the command's own session and process group only. Anything that
   calls ``setsid``/``setpgid`` escapes and survives interrupt, kill and shutdown. Used
   where neither of the above works, and ``echs status`` says so.

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import codecs
 import random
+import signal
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
@@ -226,6 +227,8 @@ class ExecSessionManager:
         if session.finished.is_set():
             report.exit_status = session.exit_status
             if session.closed_because:
+                # we SIGKILLed it (unshare, in the pidns mechanism, would report status 1)
+                report.exit_status = -signal.SIGKILL
                 notes.append(f"the session was closed: {session.closed_because}")
             self._forget(session, "its process exited and the exit status was reported")
         else:
@@ -253,7 +256,8 @@ class ExecSessionManager:
                 nursery.start_soon(self._close, session, reason)
 
     async def _close(self, session: ExecSession, reason: str) -> None:
-        session.closed_because = session.closed_because or reason
+        if not session.finished.is_set():
+            session.closed_because = session.closed_because or reason
         session.process.kill()
         await session.finished.wait()
         self._forget(session, reason)

@@ -14,7 +14,7 @@ from echsd.tools.base import ToolError
 from echsd.tools.exec_command import ExecCommand
 from echsd.tools.sessions import ExecSessionManager
 from echsd.tools.write_stdin import WriteStdin
-from tests.tools.exec_helpers import context, marker, processes_with
+from tests.tools.exec_helpers import context, marker, processes_with, table_for
 
 
 def output_of(text: str) -> str:
@@ -72,22 +72,6 @@ async def test_interrupted_turn_kills_only_its_sessions(tmp_path: Path) -> None:
     await manager.close("test over")
 
 
-async def test_close_reports_the_kill_to_a_waiting_call(tmp_path: Path) -> None:
-    manager = ExecSessionManager()
-    session_id = await start(manager, "sleep 60", tmp_path)
-    results = []
-
-    async def poll() -> None:
-        results.append(await WriteStdin(manager).run({"session_id": session_id, "yield_time_ms": 30_000}, context(tmp_path)))
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(poll)
-        await trio.testing.wait_all_tasks_blocked()
-        await manager.close("the daemon is stopping")
-    assert "Process killed by signal 9 (SIGKILL)" in results[0].output
-    assert "Note: the session was closed: the daemon is stopping" in results[0].output
-
-
 async def test_cap_closes_the_least_recently_used_idle_session(tmp_path: Path) -> None:
     manager = ExecSessionManager(max_sessions=2)
     first = await start(manager, "sleep 60", tmp_path)
@@ -141,3 +125,20 @@ async def test_pty_output_is_complete_when_the_command_exits_at_once(tmp_path: P
     result = await ExecCommand(ExecSessionManager()).run({"cmd": "seq 1 20000", "tty": True}, context(tmp_path))
     assert result.meta["exit_code"] == 0
     assert output_of(result.output).rstrip().endswith("19999\r\n20000")
+
+
+@pytest.mark.parametrize("mechanism", ["cgroup", "pidns", "process-group"])
+async def test_a_closed_session_reports_its_sigkill(mechanism: str, tmp_path: Path) -> None:
+    manager = ExecSessionManager(processes=table_for(mechanism))
+    session_id = await start(manager, "sleep 60", tmp_path)
+    results = []
+
+    async def poll() -> None:
+        results.append(await WriteStdin(manager).run({"session_id": session_id, "yield_time_ms": 30_000}, context(tmp_path)))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(poll)
+        await trio.testing.wait_all_tasks_blocked()
+        await manager.close("the daemon is stopping")
+    assert "Process killed by signal 9 (SIGKILL)" in results[0].output
+    assert "Note: the session was closed: the daemon is stopping" in results[0].output
