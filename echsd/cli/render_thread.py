@@ -20,6 +20,13 @@ def status_lines(status: dict[str, Any], style: Style) -> list[str]:
         f"model      {status.get('model') or '-'}",
         f"threads    {threads.get('total', 0)}" + (f" ({counts})" if counts else ""),
     ]
+    usage = status.get("usage") or {}
+    if usage.get("turns"):
+        lines.append(f"usage      {usage_line(usage)}")
+    for limit in (status.get("rate_limits") or {}).get("limits") or []:
+        lines.append(f"limits     {rate_limit_line(limit)}")
+    if status.get("containment"):
+        lines.append(f"tools run  contained by {status['containment']}" + (style.dim(" (setsid escapes it)") if status["containment"] == "process-group" else ""))
     if status.get("base_url"):
         lines.append(f"endpoint   {status['base_url']}")
     if status.get("state_dir"):
@@ -31,7 +38,7 @@ def thread_table(threads: list[dict[str, Any]], style: Style) -> list[str]:
     if not threads:
         return ["no threads yet (create one with `echs new`)"]
     with_parent = any(t.get("parent") for t in threads)
-    headers = ["THREAD", "STATE", "MODEL", "TURNS", "QUEUED", "CREATED", *(["PARENT"] if with_parent else []), "CWD"]
+    headers = ["THREAD", "STATE", "MODEL", "TURNS", "COST", "QUEUED", "CREATED", *(["PARENT"] if with_parent else []), "CWD"]
     rows = []
     for thread in threads:
         config = thread.get("config") or {}
@@ -41,6 +48,7 @@ def thread_table(threads: list[dict[str, Any]], style: Style) -> list[str]:
             str(thread.get("state")),
             str(config.get("model", "-")),
             str(usage.get("turns", 0)),
+            cost(usage.get("cost_usd")),
             str(thread.get("queued", 0)),
             ago(thread.get("created_at")),
             *([thread.get("parent") or "-"] if with_parent else []),
@@ -50,12 +58,36 @@ def thread_table(threads: list[dict[str, Any]], style: Style) -> list[str]:
     return table(headers, rows, style, colors=[None, "state"])
 
 
+def cost(value: Any) -> str:
+    """Dollars, estimated from the model catalog's prices ("-" when nothing was priced)."""
+    if not value:
+        return "-"
+    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+
+
 def usage_line(usage: dict[str, Any]) -> str:
     return (
         f"{usage.get('turns', 0)} turn{'' if usage.get('turns') == 1 else 's'}; input {tokens(usage.get('input_tokens'))}"
         f" (cached {tokens(usage.get('cached_tokens'))}), output {tokens(usage.get('output_tokens'))}"
-        f" (reasoning {tokens(usage.get('reasoning_tokens'))})"
+        f" (reasoning {tokens(usage.get('reasoning_tokens'))}); cost {cost(usage.get('cost_usd'))}"
     )
+
+
+def rate_limit_line(limit: dict[str, Any]) -> str:
+    """``primary 42% of 300 min (resets in 10 min)`` and the like, for ChatGPT plan limits."""
+    parts = []
+    for window in ("primary", "secondary"):
+        data = limit.get(window) or {}
+        if data.get("used_percent") is None:
+            continue
+        text = f"{window} {data['used_percent']:g}%"
+        if data.get("window_minutes"):
+            text += f" of {data['window_minutes']} min"
+        parts.append(text)
+    credits = limit.get("credits") or {}
+    if credits.get("balance") is not None:
+        parts.append(f"credits {credits['balance']}")
+    return ", ".join(parts) or "reported"
 
 
 def thread_lines(thread: dict[str, Any], style: Style) -> list[str]:

@@ -32,6 +32,7 @@ from echsd.threads.turn import run_turn
 from echsd.threads.turnhost import ActorTurnHost
 from echsd.tools.capabilities import ThreadCapabilities
 from echsd.tools.registry import ToolRegistry
+from echsd.tools.sessions import ExecSessionManager
 
 log = get_logger(__name__)
 
@@ -44,7 +45,8 @@ class ThreadActor:
         self.record = record
         self.services = services
         self.tools = ToolRegistry(services.builtins)
-        self.caps = ThreadCapabilities()
+        self.sessions = ExecSessionManager(record.thread_id)
+        self.caps = ThreadCapabilities(sessions=self.sessions)
         self.parked: dict[str, list[tuple[Reply, Park]]] = {}  # turn id -> replies waiting for its end
         self._nursery: trio.Nursery | None = None
         self._receive_scope: trio.CancelScope | None = None
@@ -66,6 +68,13 @@ class ThreadActor:
     # ---- lifecycle -------------------------------------------------------------------
 
     async def run(self, crashed: BaseException | None = None) -> None:
+        try:
+            await self._run(crashed)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.sessions.close("the thread's worker stopped")
+
+    async def _run(self, crashed: BaseException | None) -> None:
         await self._load(crashed)
         current: Request | None = None
         try:
@@ -156,6 +165,7 @@ class ThreadActor:
         if isinstance(result, Park):
             return result
         await unit.wait()
+        await self._release_sessions(None, False, self.core.state.value, None)
         return result
 
     # ---- turns -----------------------------------------------------------------------
@@ -188,12 +198,21 @@ class ThreadActor:
             await self.commit(effects).wait()
             end = effects.turn_end
             assert end is not None
+            await self._release_sessions(end.turn_id, end.status == "interrupted", end.state, end.reason)
             for reply, park in self.parked.pop(end.turn_id, []):
                 reply.set(park.answer(self.thread_id, end))
             self.services.turn_finished(self.thread_id, end)
         await self._start_next()
         if self.core.stopping:
             self._wake()
+
+    async def _release_sessions(self, turn_id: str | None, interrupted: bool, state: str, reason: str | None) -> None:
+        """An interrupted turn takes its sessions along; a paused or killed thread, or a
+        stopping daemon, all of them."""
+        if turn_id is not None:
+            await self.sessions.turn_ended(turn_id, interrupted)
+        if state in ("paused", "killed") or reason == "shutdown" or self.core.stopping:
+            await self.sessions.close(f"the thread was {state}" if state in ("paused", "killed") else "the daemon is stopping")
 
     async def _start_next(self) -> None:
         await self.log.ready()  # no checkpoint when the writer has room

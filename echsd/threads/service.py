@@ -16,6 +16,7 @@ from echsd.settings import Settings
 from echsd.store import queries
 from echsd.threads.state import ThreadState
 from echsd.threads.supervisor import Supervisor
+from echsd.tools.process import containment_name
 
 MAX_EVENTS_PER_READ = 10_000
 
@@ -43,6 +44,7 @@ class ThreadService:
             "threads": {"total": len(self.supervisor.records), **counts},
             "usage": usage,
             "rate_limits": self.supervisor.limits.snapshot(),
+            "containment": containment_name(),
             "state_dir": str(self.settings.state_dir),
         }
 

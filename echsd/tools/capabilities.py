@@ -8,21 +8,12 @@ subsystem that owns the resource) and ``None`` where the daemon offers no such t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Protocol, Sequence
+
+if TYPE_CHECKING:
+    from echsd.tools.sessions import ExecSessionManager
 
 OutputSink = Callable[[str, str], Awaitable[None]]  # (stream, chunk) -> emitted as tool.output
-
-
-class ThreadResource(Protocol):
-    """Something a thread owns that outlives one tool call (e.g. exec sessions).
-
-    The runtime tells it when a turn ends (an interrupted turn takes what it started with
-    it) and when the thread stops (pause, kill, daemon shutdown).
-    """
-
-    async def turn_ended(self, turn_id: str, interrupted: bool) -> None: ...
-
-    async def close(self, reason: str) -> None: ...
 
 
 class Peer(Protocol):
@@ -76,7 +67,7 @@ class Approvals(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ThreadCapabilities:
-    sessions: ThreadResource | None = None
+    sessions: ExecSessionManager | None = None  # the thread's exec sessions (it ends them with its turns)
     agents: AgentsApi | None = None
     blackboard: BlackboardApi | None = None
     approvals: Approvals | None = None

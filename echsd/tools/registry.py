@@ -13,10 +13,11 @@ from typing import Iterable, Mapping
 from echsd.tools.apply_patch import ApplyPatchTool
 from echsd.tools.base import Tool
 from echsd.tools.exec_command import ExecCommand
+from echsd.tools.write_stdin import WriteStdin
 
 
 def builtin_tools() -> dict[str, Tool]:
-    tools: list[Tool] = [ExecCommand(), ApplyPatchTool()]
+    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool()]
     return {tool.spec.name: tool for tool in tools}
 
 

@@ -282,28 +282,18 @@ def _short(command: str, limit: int = 60) -> str:
 
 
 class SessionTool:
-    """Base of the tools that work on their thread's exec sessions: the manager is given to
-    the constructor (one per thread), else found by ``sessions_for_thread``."""
+    """Base of the tools that work on their thread's exec sessions: the thread's manager
+    comes with the call (``ctx.caps.sessions``), or is given to the constructor."""
 
     def __init__(self, sessions: ExecSessionManager | None = None) -> None:
         self.sessions = sessions
 
     def sessions_of(self, ctx: ToolContext) -> ExecSessionManager:
-        return self.sessions or sessions_for_thread(ctx.thread_id)
+        manager = self.sessions or ctx.caps.sessions
+        if manager is None:
+            raise ToolError("this thread has no exec sessions (the daemon gave it none)")
+        return manager
 
     @staticmethod
     def emitter(ctx: ToolContext) -> Emit:
         return lambda text: ctx.emit_output("stdout", text)
-
-
-_interim: dict[str, ExecSessionManager] = {}
-
-
-def sessions_for_thread(thread_id: str) -> ExecSessionManager:
-    """Interim, until the thread runtime owns one manager per thread and hands it to the
-    tools: the manager of ``thread_id``, created on first use (never closed, so its sessions
-    live until the daemon's shutdown net kills them)."""
-    manager = _interim.get(thread_id)
-    if manager is None:
-        manager = _interim[thread_id] = ExecSessionManager(thread_id)
-    return manager

@@ -42,3 +42,53 @@ async def test_running_session_dies_with_the_daemon(daemon: Any, workdir: Any) -
     daemon.request_stop()
     await daemon.wait_stopped()
     await wait_until(lambda: not any(processes_with(m) for m in markers))
+
+
+def exec_call(cmd: str, **extra: Any) -> dict[str, Any]:
+    return {"name": "exec_command", "arguments": {"cmd": cmd, **extra}}
+
+
+async def one_turn(daemon: Any, tid: str, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run one scripted turn; the ``tool.completed`` data of that turn."""
+    async with Watch(daemon, tid) as watch:
+        before = watch.last_seq
+        await daemon.service.send(tid, mock_directive(steps))
+        await watch.wait_type("turn.completed", after_seq=before)
+    return [e.data for e in watch.of_type("tool.completed") if e.seq > before]
+
+
+async def test_an_interactive_session_across_turns(daemon: Any, workdir: Any, mock_upstream: Any) -> None:
+    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    started = await one_turn(daemon, tid, [{"calls": [exec_call("python3 -i", tty=True, yield_time_ms=500)]}, {"text": "started"}])
+    session = started[0]["session_id"]
+    assert isinstance(session, int)
+    poke = {"name": "write_stdin", "arguments": {"session_id": session, "chars": "print(6*7)\n", "yield_time_ms": 1000}}
+    answered = await one_turn(daemon, tid, [{"calls": [poke]}, {"text": "asked"}])
+    assert "42" in answered[0]["output"]
+    leave = {"name": "write_stdin", "arguments": {"session_id": session, "chars": "exit()\n", "yield_time_ms": 2000}}
+    left = await one_turn(daemon, tid, [{"calls": [leave]}, {"text": "done"}])
+    completed = left[0]
+    assert completed["exit_code"] == 0 and "Process exited with code 0" in completed["output"]
+    assert mock_upstream.requests[-1].body["input"][-1]["output"] == completed["output"]
+
+
+async def test_interrupt_kills_what_the_turn_started(daemon: Any, workdir: Any) -> None:
+    command, markers = escaping_command(["sh-background", "setsid"], then="sleep 60")
+    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    async with Watch(daemon, tid) as watch:
+        await daemon.service.send(tid, mock_directive([{"calls": [exec_call(command, yield_time_ms=30000)]}, {"text": "x"}]))
+        await watch.wait_type("tool.started")
+        await wait_until(lambda: escaped(markers))
+        assert (await daemon.service.interrupt(tid))["interrupted"] is True
+    await wait_until(lambda: not any(processes_with(m) for m in markers))
+
+
+async def test_sessions_left_running_die_when_the_thread_is_paused_or_killed(daemon: Any, workdir: Any) -> None:
+    for control in ("pause", "kill"):
+        command, markers = escaping_command(["sh-background", "double-fork"], then="sleep 60")
+        tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+        completed = await one_turn(daemon, tid, [{"calls": [exec_call(command, yield_time_ms=250)]}, {"text": "left running"}])
+        assert completed[0]["session_id"] is not None
+        await wait_until(lambda: escaped(markers))
+        await getattr(daemon.service, control)(tid)
+        await wait_until(lambda: not any(processes_with(m) for m in markers))
