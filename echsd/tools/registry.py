@@ -13,11 +13,12 @@ from typing import Iterable, Mapping
 from echsd.tools.apply_patch import ApplyPatchTool
 from echsd.tools.base import Tool
 from echsd.tools.exec_command import ExecCommand
+from echsd.tools.read_file import ReadFile
 from echsd.tools.write_stdin import WriteStdin
 
 
 def builtin_tools() -> dict[str, Tool]:
-    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool()]
+    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile()]
     return {tool.spec.name: tool for tool in tools}
 
 
