@@ -13,12 +13,13 @@ from typing import Iterable, Mapping
 from echsd.tools.apply_patch import ApplyPatchTool
 from echsd.tools.base import Tool
 from echsd.tools.exec_command import ExecCommand
+from echsd.tools.list_dir import ListDir
 from echsd.tools.read_file import ReadFile
 from echsd.tools.write_stdin import WriteStdin
 
 
 def builtin_tools() -> dict[str, Tool]:
-    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile()]
+    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile(), ListDir()]
     return {tool.spec.name: tool for tool in tools}
 
 
