@@ -13,13 +13,14 @@ from typing import Iterable, Mapping
 from echsd.tools.apply_patch import ApplyPatchTool
 from echsd.tools.base import Tool
 from echsd.tools.exec_command import ExecCommand
+from echsd.tools.grep_files import GrepFiles
 from echsd.tools.list_dir import ListDir
 from echsd.tools.read_file import ReadFile
 from echsd.tools.write_stdin import WriteStdin
 
 
 def builtin_tools() -> dict[str, Tool]:
-    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile(), ListDir()]
+    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile(), ListDir(), GrepFiles()]
     return {tool.spec.name: tool for tool in tools}
 
 
