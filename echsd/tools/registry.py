@@ -16,11 +16,12 @@ from echsd.tools.exec_command import ExecCommand
 from echsd.tools.grep_files import GrepFiles
 from echsd.tools.list_dir import ListDir
 from echsd.tools.read_file import ReadFile
+from echsd.tools.view_image import ViewImage
 from echsd.tools.write_stdin import WriteStdin
 
 
 def builtin_tools() -> dict[str, Tool]:
-    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile(), ListDir(), GrepFiles()]
+    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile(), ListDir(), GrepFiles(), ViewImage()]
     return {tool.spec.name: tool for tool in tools}
 
 
