@@ -68,7 +68,7 @@ async def _run_one(host: TurnHost, call: dict[str, Any]) -> None:
         "call_id": call_id,
         "name": name,
         "ok": result.ok,
-        "output": output,
+        "output": output if isinstance(output, str) else _described(output),
         "duration_ms": round((time.monotonic() - started) * 1000, 3),
         **result.meta,
     }
@@ -109,6 +109,15 @@ async def _run(tool: Tool, args: dict[str, Any], context: ToolContext, *, interc
         assert result is not None
         return result
     return await tool.run(args, context)
+
+
+def _described(content: list[dict[str, Any]]) -> str:
+    """Content items as text for ``tool.completed`` (the item itself carries the data once)."""
+    parts = []
+    for part in content:
+        kind = part.get("type")
+        parts.append(str(part.get("text", "")) if kind == "input_text" else f"[{str(kind).removeprefix('input_')}]")
+    return "\n".join(parts)
 
 
 def _arguments(tool: Tool, call: dict[str, Any]) -> dict[str, Any]:

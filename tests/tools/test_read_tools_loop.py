@@ -84,6 +84,7 @@ async def test_codex_shaped_calls_reach_the_next_request(daemon: Any, workdir: P
     assert all(completed[f"call_{i}"]["ok"] for i in range(6))
     assert {completed["call_3"]["searcher"], completed["call_4"]["searcher"]} == {searcher}
     assert completed["call_5"]["image"]["width"] == 20
+    assert completed["call_5"]["output"] == "[image]"  # the data travels once, in the output item
     tools = {tool["name"]: tool for tool in mock_upstream.requests[-1].body["tools"]}
     assert {"read_file", "list_dir", "grep_files", "view_image"} <= set(tools)
     assert tools["grep_files"]["parameters"]["required"] == ["pattern"]
