@@ -129,6 +129,10 @@ EVENT_TYPES: dict[str, EventSpec] = {
         "The endpoint reported the account's rate limits (ChatGPT plans: windows and credits).",
         {"turn_id": "str", "limits": "list of {limit_id, primary, secondary, credits, ...}"},
     ),
+    "plan.updated": EventSpec(
+        "The model updated the thread's task plan (update_plan).",
+        {"turn_id": "str or null", "explanation": "str or null", "steps": "list of {step, status: pending | in_progress | completed}"},
+    ),
     "history.pruned": EventSpec(
         "Items left the history (a broken response's partial output, reasoning another model cannot read).",
         {"items_before": "int", "items_after": "int", "reason": "text"},

@@ -106,6 +106,10 @@ def thread_lines(thread: dict[str, Any], style: Style) -> list[str]:
         f"  queued        {thread.get('queued', 0)}",
         f"  usage         {usage_line(thread.get('usage') or {})}",
     ]
+    plan = thread.get("plan") or {}
+    for index, step in enumerate(plan.get("steps") or []):
+        mark = {"completed": "✓", "in_progress": "▶"}.get(str(step.get("status")), "·")
+        lines.append(("  plan          " if index == 0 else "                ") + f"{mark} {one_line(str(step.get('step')), 70)}")
     if thread.get("active_turn"):
         lines.append(f"  active turn   {thread['active_turn']}")
     if thread.get("last_seq") is not None:

@@ -46,7 +46,7 @@ class ThreadActor:
         self.services = services
         self.tools = ToolRegistry(services.builtins)
         self.sessions = ExecSessionManager(record.thread_id)
-        self.caps = ThreadCapabilities(sessions=self.sessions)
+        self.caps = ThreadCapabilities(sessions=self.sessions, plan=_Plan(self))
         self.parked: dict[str, list[tuple[Reply, Park]]] = {}  # turn id -> replies waiting for its end
         self._nursery: trio.Nursery | None = None
         self._receive_scope: trio.CancelScope | None = None
@@ -326,6 +326,17 @@ class ThreadActor:
         self.core.add_child(record.thread_id)
         await unit.wait()
         return record.to_object()
+
+
+class _Plan:
+    """``PlanApi`` for ``update_plan``: the plan is thread state, so the core keeps it."""
+
+    def __init__(self, actor: ThreadActor) -> None:
+        self._actor = actor
+
+    async def update(self, explanation: str | None, steps: list[dict[str, str]]) -> None:
+        await self._actor.log.ready()
+        self._actor.commit(self._actor.core.update_plan(explanation, steps))
 
 
 OPS: dict[str, Callable[..., Awaitable[Any]]] = {

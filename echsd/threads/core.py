@@ -172,6 +172,8 @@ class ThreadCore(ControlDecisions, TurnDecisions):
         }
         if self.compaction is not None:
             data["compacting"] = True
+        if self.extra.get("plan"):
+            data["plan"] = self.extra["plan"]
         return data
 
     def previous_ack(self, client_msg_id: str) -> dict[str, Any] | None:
@@ -260,6 +262,15 @@ class ThreadCore(ControlDecisions, TurnDecisions):
         if "model" in changed and self.history:  # encrypted reasoning is readable by its own model only
             kept, _removed = strip_reasoning_items(self.history)
             self.conversation.prune(fx, kept, "reasoning of the previous model left out")
+        return fx
+
+    def update_plan(self, explanation: str | None, steps: list[dict[str, str]]) -> Effects:
+        """The model's task plan, kept on the thread (``plan.updated``)."""
+        plan = {"explanation": explanation, "steps": steps}
+        self.extra["plan"] = plan
+        fx = Effects()
+        fx.emit("plan.updated", {"turn_id": self.turn.turn_id if self.turn else None, **plan})
+        fx.statements.append(ops.upsert_thread(self.to_row()))
         return fx
 
     # ---- compaction ----------------------------------------------------------------------

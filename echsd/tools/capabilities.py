@@ -33,6 +33,12 @@ class Peer(Protocol):
         """Call ``callback`` once when the connection closes (at once if it has)."""
 
 
+class PlanApi(Protocol):
+    """The calling thread's task plan (``update_plan``)."""
+
+    async def update(self, explanation: str | None, steps: list[dict[str, str]]) -> None: ...
+
+
 class AgentsApi(Protocol):
     """The calling thread's sub-agents (spawn_agent, send_to_agent, wait_agents, ...)."""
 
@@ -68,6 +74,7 @@ class Approvals(Protocol):
 @dataclass(frozen=True, slots=True)
 class ThreadCapabilities:
     sessions: ExecSessionManager | None = None  # the thread's exec sessions (it ends them with its turns)
+    plan: PlanApi | None = None
     agents: AgentsApi | None = None
     blackboard: BlackboardApi | None = None
     approvals: Approvals | None = None

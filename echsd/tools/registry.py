@@ -16,12 +16,13 @@ from echsd.tools.exec_command import ExecCommand
 from echsd.tools.grep_files import GrepFiles
 from echsd.tools.list_dir import ListDir
 from echsd.tools.read_file import ReadFile
+from echsd.tools.update_plan import UpdatePlan
 from echsd.tools.view_image import ViewImage
 from echsd.tools.write_stdin import WriteStdin
 
 
 def builtin_tools() -> dict[str, Tool]:
-    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile(), ListDir(), GrepFiles(), ViewImage()]
+    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile(), ListDir(), GrepFiles(), ViewImage(), UpdatePlan()]
     return {tool.spec.name: tool for tool in tools}
 
 

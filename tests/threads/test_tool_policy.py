@@ -138,3 +138,16 @@ async def test_interrupt_cancels_a_pending_approval(daemon: Any, workdir: Path) 
     assert resolved.data == {"request_id": request["request_id"], "call_id": request["call_id"], "decision": "cancelled"}
     assert daemon.service.approvals() == [] and not (workdir / "never").exists()
     await check_thread_invariants(daemon, tid)
+
+
+async def test_update_plan_keeps_the_plan_on_the_thread(daemon: Any, workdir: Path) -> None:
+    plan = [{"step": "read the code", "status": "completed"}, {"step": "fix the bug", "status": "in_progress"}, {"step": "run tests", "status": "pending"}]
+    bad = [{"step": "a", "status": "in_progress"}, {"step": "b", "status": "in_progress"}]
+    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    calls = [{"name": "update_plan", "arguments": {"explanation": "three steps", "plan": plan}}, {"name": "update_plan", "arguments": {"plan": bad}}]
+    watch, completed = await run_turn(daemon, tid, *calls)
+    assert [c["output"] for c in completed][0] == "Plan updated"
+    assert "at most one step can be in_progress" in completed[1]["output"]
+    updated = watch.of_type("plan.updated")
+    assert len(updated) == 1 and updated[0].data["steps"] == plan and updated[0].data["explanation"] == "three steps"
+    assert daemon.service.get(tid)["plan"] == {"explanation": "three steps", "steps": plan}
