@@ -22,6 +22,7 @@ from echsd.store import Store, run_checkpoints
 from echsd.threads.hub import EventHub
 from echsd.threads.service import ThreadService
 from echsd.threads.supervisor import Supervisor
+from echsd.tools.base import Tool
 from echsd.tools.process import become_subreaper, kill_all_groups, use_group_registry
 from echsd.tools.registry import builtin_tools
 from echsd.wire.peers import Peers
@@ -40,6 +41,7 @@ class Daemon:
     store: Store | None = None
     hub: EventHub = field(default_factory=EventHub)
     peers: Peers = field(default_factory=Peers)  # authenticated connections, by id
+    extra_tools: list[Tool] = field(default_factory=list)  # an embedding program's own tools
     service: ThreadService | None = None
     server: WireServer | None = None
     base_url: str | None = None
@@ -81,7 +83,8 @@ class Daemon:
                     max_retries=settings.tuning.max_retries,
                     idle_timeout_s=settings.tuning.stream_idle_timeout_s,
                 )
-                supervisor = Supervisor(store, client, builtin_tools(), settings.tuning, default_model=settings.model)
+                tools = builtin_tools() | {tool.spec.name: tool for tool in self.extra_tools}
+                supervisor = Supervisor(store, client, tools, settings.tuning, default_model=settings.model)
                 await supervisor.load()
                 await root.start(supervisor.run)
                 self.service = ThreadService(supervisor, settings)

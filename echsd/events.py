@@ -133,6 +133,11 @@ EVENT_TYPES: dict[str, EventSpec] = {
         "The model updated the thread's task plan (update_plan).",
         {"turn_id": "str or null", "explanation": "str or null", "steps": "list of {step, status: pending | in_progress | completed}"},
     ),
+    "tool.call": EventSpec(
+        "A call of a remote tool, sent to the connection that registered it (`tool.register`).",
+        {"call_id": "str", "turn_id": "str", "name": "str", "arguments": "object"},
+        stored=False,
+    ),
     "history.pruned": EventSpec(
         "Items left the history (a broken response's partial output, reasoning another model cannot read).",
         {"items_before": "int", "items_after": "int", "reason": "text"},

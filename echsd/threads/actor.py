@@ -30,8 +30,9 @@ from echsd.threads.services import ActorServices
 from echsd.threads.state import parse_mode
 from echsd.threads.turn import run_turn
 from echsd.threads.turnhost import ActorTurnHost
-from echsd.tools.capabilities import ThreadCapabilities
+from echsd.tools.capabilities import Peer, ThreadCapabilities
 from echsd.tools.registry import ToolRegistry
+from echsd.tools.remote import RemoteTool, remote_specs
 from echsd.tools.sessions import ExecSessionManager
 
 log = get_logger(__name__)
@@ -52,6 +53,7 @@ class ThreadActor:
         self._receive_scope: trio.CancelScope | None = None
         self._turn_scope: trio.CancelScope | None = None
         self._compaction_scope: trio.CancelScope | None = None
+        self._providers: set[int] = set()  # connections whose remote tools this thread offers
 
     @property
     def core(self) -> ThreadCore:
@@ -314,6 +316,29 @@ class ThreadActor:
         self._nursery.start_soon(self._compact, reply, token, items, self.core.config, scope)
         return LATER
 
+    async def op_register_tools(self, reply: Reply, specs: Any, peer: Peer) -> dict[str, Any]:
+        """Offer a client's tools to this thread's model while the client stays connected."""
+        self.core.check_alive()
+        checked = remote_specs(specs)
+        for spec, _timeout in checked:
+            existing = self.tools.get(spec.name)
+            if existing is not None and not (isinstance(existing, RemoteTool) and existing.peer.peer_id == peer.peer_id):
+                owner = "another client" if isinstance(existing, RemoteTool) else "the daemon (a built-in)"
+                raise Conflict(f"thread {self.thread_id} has a tool named {spec.name!r} already, provided by {owner}")
+        for spec, timeout_s in checked:
+            self.tools.put(RemoteTool(spec, peer, self.services.remote_calls, timeout_s))
+        if peer.peer_id not in self._providers:
+            self._providers.add(peer.peer_id)
+            peer.on_close(lambda: self._withdraw(peer.peer_id))
+        return {"thread_id": self.thread_id, "registered": [spec.name for spec, _ in checked]}
+
+    def _withdraw(self, peer_id: int) -> None:
+        """The client left: its tools are no longer offered (its pending calls fail apart)."""
+        self._providers.discard(peer_id)
+        for tool in self.tools.own():
+            if isinstance(tool, RemoteTool) and tool.peer.peer_id == peer_id:
+                self.tools.remove(tool.spec.name)
+
     async def op_adopt_child(self, reply: Reply, params: Mapping[str, Any]) -> dict[str, Any]:
         """Create a child of this thread: the parent's mailbox orders it against a kill."""
         tree = self.services.tree
@@ -350,4 +375,5 @@ OPS: dict[str, Callable[..., Awaitable[Any]]] = {
     "shutdown": ThreadActor.op_shutdown,
     "compact": ThreadActor.op_compact,
     "adopt_child": ThreadActor.op_adopt_child,
+    "register_tools": ThreadActor.op_register_tools,
 }

@@ -16,6 +16,7 @@ from echsd.settings import Settings
 from echsd.store import queries
 from echsd.threads.state import ThreadState
 from echsd.threads.supervisor import Supervisor
+from echsd.tools.capabilities import Peer
 from echsd.tools.process import containment_name
 
 MAX_EVENTS_PER_READ = 10_000
@@ -98,6 +99,13 @@ class ThreadService:
 
     def respond_approval(self, request_id: str, decision: str) -> dict[str, Any]:
         return self.supervisor.approvals.respond(request_id, decision)
+
+    async def register_tools(self, thread_id: str, specs: Any, peer: Peer) -> dict[str, Any]:
+        result: dict[str, Any] = await self.supervisor.call(thread_id, "register_tools", specs=specs, peer=peer)
+        return result
+
+    def tool_result(self, call_id: str, output: Any, peer: Peer) -> dict[str, Any]:
+        return self.supervisor.remote_calls.result(peer, call_id, output)
 
     async def events(self, thread_id: str, since: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
         self.supervisor.record(thread_id)

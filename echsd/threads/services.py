@@ -18,6 +18,7 @@ from echsd.threads.config import ThreadConfig
 from echsd.threads.effects import TurnEnd
 from echsd.threads.record import ThreadRecord
 from echsd.tools.base import Tool
+from echsd.tools.remote import RemoteCalls
 
 
 class ThreadTree(Protocol):
@@ -43,3 +44,4 @@ class ActorServices:
     approvals: ApprovalBook
     catalog: ModelCatalog
     limits: AccountLimits
+    remote_calls: RemoteCalls

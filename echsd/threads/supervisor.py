@@ -47,6 +47,7 @@ from echsd.threads.services import ActorServices
 from echsd.threads.state import ThreadState
 from echsd.tools.base import Tool
 from echsd.tools.registry import default_tool_names
+from echsd.tools.remote import RemoteCalls
 
 log = get_logger(__name__)
 
@@ -61,6 +62,7 @@ class Supervisor:
         self.records: dict[str, ThreadRecord] = {}
         self.approvals = ApprovalBook()
         self.limits = AccountLimits()
+        self.remote_calls = RemoteCalls()
         self.services = ActorServices(
             store=store,
             client=client,
@@ -71,6 +73,7 @@ class Supervisor:
             approvals=self.approvals,
             catalog=client.catalog,
             limits=self.limits,
+            remote_calls=self.remote_calls,
         )
         self._turn_listeners: list[TurnListener] = []
         self._nursery: trio.Nursery | None = None

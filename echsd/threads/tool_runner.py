@@ -77,10 +77,10 @@ async def _run_one(host: TurnHost, call: dict[str, Any]) -> None:
 
 
 async def _invoke(host: TurnHost, name: str, call_id: str, call: dict[str, Any]) -> ToolResult:
-    enabled = host.config.tools
-    tool = host.tools.get(name) if name in enabled else None
+    offered = {tool.spec.name: tool for tool in host.tools.offered(host.config.tools)}
+    tool = offered.get(name)
     if tool is None:
-        available = ", ".join(enabled) or "none"
+        available = ", ".join(offered) or "none"
         return ToolResult(f"error: unknown tool {name!r}; available tools: {available}", ok=False)
     context = host.tool_context(call_id)
     try:

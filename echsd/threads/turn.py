@@ -73,7 +73,7 @@ async def _loop(host: TurnHost) -> None:
 def build_request(host: TurnHost) -> ResponsesRequest:
     config = host.config
     custom_tools = host.client.catalog.get(config.model).custom_tools
-    tools = [tool.spec.to_model(custom_tools=custom_tools) for tool in host.tools.enabled(config.tools)]
+    tools = [tool.spec.to_model(custom_tools=custom_tools) for tool in host.tools.offered(config.tools)]
     return ResponsesRequest(
         model=config.model,
         instructions=config.rendered_instructions(),

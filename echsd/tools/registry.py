@@ -43,20 +43,21 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return [*self._builtins, *(name for name in self._own if name not in self._builtins)]
 
-    def add(self, tool: Tool) -> None:
-        name = tool.spec.name
-        if name in self._builtins or name in self._own:
-            raise ValueError(f"a tool named {name!r} exists already")
-        self._own[name] = tool
+    def own(self) -> list[Tool]:
+        """The tools added to this thread (offered whatever its ``tools`` config says)."""
+        return list(self._own.values())
+
+    def put(self, tool: Tool) -> None:
+        """Add (or replace) one of this thread's own tools; a built-in's name is refused."""
+        if tool.spec.name in self._builtins:
+            raise ValueError(f"{tool.spec.name!r} is a built-in tool")
+        self._own[tool.spec.name] = tool
 
     def remove(self, name: str) -> Tool | None:
         return self._own.pop(name, None)
 
-    def enabled(self, names: Iterable[str]) -> list[Tool]:
-        """The tools of ``names`` that exist, in that order (the model's tool list)."""
-        found = []
-        for name in names:
-            tool = self.get(name)
-            if tool is not None:
-                found.append(tool)
-        return found
+    def offered(self, enabled: Iterable[str]) -> list[Tool]:
+        """The model's tool list: the built-ins the config enables, in its order, then the
+        thread's own tools."""
+        found = [self._builtins[name] for name in enabled if name in self._builtins]
+        return [*found, *self._own.values()]

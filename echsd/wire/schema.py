@@ -21,25 +21,26 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 from echsd.wire.codec import PROTOCOL_VERSION
 
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the client imports this module: nothing of the daemon at run time
     from echsd.threads.service import ThreadService
+    from echsd.tools.capabilities import Peer
     from echsd.wire.subscriptions import Subscriptions
+
+    class OpContext(Peer, Protocol):
+        """What a handler may use: the connection it serves (itself a ``Peer``: remote
+        tools are called back on it)."""
+
+        service: ThreadService
+        subscriptions: Subscriptions
+
+        async def authenticate(self, token: str) -> dict[str, Any]: ...
 
 
 class ParamsError(Exception):
     """Params do not match the op's schema; the message names the field."""
 
 
-class OpContext(Protocol):
-    """What a handler may use: the connection it serves."""
-
-    service: ThreadService
-    subscriptions: Subscriptions
-
-    async def authenticate(self, token: str) -> dict[str, Any]: ...
-
-
-Handler = Callable[[OpContext, dict[str, Any]], Any]  # may return an awaitable
+Handler = Callable[["OpContext", dict[str, Any]], Any]  # may return an awaitable
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ BOOL = Kind("boolean", lambda v: isinstance(v, bool))
 SEQ = Kind("integer >= 0", lambda v: _is_int(v) and v >= 0)
 COUNT = Kind("integer >= 1", lambda v: _is_int(v) and v >= 1)
 MAP = Kind("map", lambda v: isinstance(v, dict))
+LIST = Kind("list", lambda v: isinstance(v, list))
+ANY = Kind("any value", lambda v: True)
 THREAD_ID = Kind("thread id", lambda v: isinstance(v, str) and bool(v))
 THREAD_OR_ALL = Kind('thread id or "*"', lambda v: isinstance(v, str) and bool(v))
 TOOLS = Kind(
@@ -376,6 +379,37 @@ OPS: tuple[OpSpec, ...] = (
         positional=("thread_id",),
     ),
     OpSpec(
+        "tool.register",
+        "Offers this connection's tools to a thread's model while the connection stays open.",
+        (
+            _thread(),
+            Param("specs", LIST, "`[{name, description, parameters (JSON schema of an object), timeout_s?}]`", required=True),
+        ),
+        "`{thread_id, registered: [names]}`",
+        {"thread_id": _TID, "specs": [{"name": "lookup", "description": "Looks a word up.", "parameters": {"type": "object", "properties": {"word": {"type": "string"}}}}]},
+        {"thread_id": _TID, "registered": ["lookup"]},
+        notes="Each call of such a tool reaches this connection alone as a `tool.call` message (`seq` null; data "
+        "`{call_id, turn_id, name, arguments}`), answered with `tool.result`. A call not answered within `timeout_s` "
+        "(at most the daemon's tool timeout), or whose connection closes, gets an output saying so; closing the "
+        "connection withdraws its tools. Registering again replaces this connection's tools of the same names; a name "
+        "the thread has already (a built-in, or another connection's) is a `conflict`.",
+        handler=lambda c, p: c.service.register_tools(peer=c, **p),
+        method="register_tools",
+        positional=("thread_id", "specs"),
+    ),
+    OpSpec(
+        "tool.result",
+        "Answers a `tool.call` this connection received.",
+        (Param("call_id", TEXT, "from the `tool.call`", required=True), Param("output", ANY, "what the model reads (text)", required=True)),
+        "`{call_id, accepted: true}`",
+        {"call_id": "call_7", "output": "a small domesticated feline"},
+        {"call_id": "call_7", "accepted": True},
+        notes="A call that timed out, was answered already, or belongs to another connection is `not_found`.",
+        handler=lambda c, p: c.service.tool_result(peer=c, **p),
+        method="tool_result",
+        positional=("call_id", "output"),
+    ),
+    OpSpec(
         "approval.list",
         "Tool calls waiting for approval (of one thread, or of all), oldest first.",
         (Param("thread_id", THREAD_ID, "only this thread's requests"),),
@@ -408,8 +442,6 @@ RESERVED_OPS: tuple[str, ...] = (
     "blackboard.set",
     "blackboard.list",
     "blackboard.delete",
-    "tool.register",
-    "tool.result",
     "thread.delete",
     "thread.tree",
 )
