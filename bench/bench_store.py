@@ -26,8 +26,8 @@ import trio
 
 from echsd.events import Event
 from echsd.store import Store, Unit, queries
-from echsd.store.connection import open_writer, transaction
-from echsd.store.schema import migrate
+from echsd.store.sqlite.connection import open_writer
+from echsd.store.sqlite.schema import migrate
 
 
 def _options(argv: list[str]) -> dict[str, int]:
@@ -45,9 +45,9 @@ def _options(argv: list[str]) -> dict[str, int]:
 # -- 1. durable event throughput ------------------------------------------------------------
 
 
-async def _event_throughput(path: Path, n: int, rate: int | None = None) -> dict[str, Any]:
+async def _event_throughput(target: Path | str, n: int, rate: int | None = None) -> dict[str, Any]:
     """Submit ``n`` delta events, flat out, or paced at ``rate`` events/s."""
-    store = Store.open(path)
+    store = Store.open(target)
     latencies: list[float] = []
     published = 0
 
@@ -145,7 +145,7 @@ def build_database(path: Path, threads: int, items: int, events_per_thread: int)
             (tid, seq, 1e9 + seq, b'{"turn_id":"turn_1"}')
             for seq in range(1, events_per_thread + 1)
         ]
-        with transaction(conn):
+        with conn.transaction():
             conn.execute(
                 "INSERT INTO threads VALUES(?, ?, ?, 'idle', ?, ?, NULL, '{}', ?)",
                 (tid, parent, 1e9 + t, config, usage, 1e9 + t),

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Iterator
 
 import pytest
 
 from tests.helpers import make_settings
+from tests.pgcluster import TempCluster, missing_reason
 
 
 @pytest.fixture
@@ -41,3 +42,16 @@ def _subreaper() -> None:
     from echsd.tools.process import become_subreaper
 
     become_subreaper()
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[TempCluster]:
+    """One throwaway PostgreSQL cluster for the whole session (skips where it cannot run)."""
+    reason = missing_reason()
+    if reason:
+        pytest.skip(reason)
+    cluster = TempCluster().start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

@@ -1,17 +1,21 @@
-"""The SQLite store: schema and migrations, the batched writer, reads.
+"""The store: one interface, two backends (SQLite, PostgreSQL), the batched writer, reads.
 
-Public surface: ``Store`` (open a file, ``read``/``read_sync``, ``writer``), ``Unit`` and
-``StoreWriter`` (atomic groups of writes, group-committed, published after commit), the
-row types, and the ``ops`` (statement builders) and ``queries`` modules.
+Public surface: ``Store`` (``Store.open(path or URL)``, ``read``/``read_sync``, ``writer``,
+``run_background``), ``Unit`` and ``StoreWriter`` (atomic groups of writes,
+group-committed, published after commit), ``Conn`` (what SQL code may use of a
+connection on either backend), the row types, and the ``ops`` (statement builders) and
+``queries`` modules. The PostgreSQL backend (and psycopg) is imported only when a
+``postgresql://`` store is opened.
 """
 
 from __future__ import annotations
 
 from echsd.store import ops, queries
-from echsd.store.checkpointer import run_checkpoints
+from echsd.store.conn import Conn
 from echsd.store.errors import StoreClosed, StoreError
 from echsd.store.rows import BlackboardRow, Gap, InputRow, ThreadRow
 from echsd.store.schema import LATEST_VERSION, MIGRATIONS
+from echsd.store.sqlite.checkpointer import run_checkpoints
 from echsd.store.store import Store
 from echsd.store.unit import Statement, Unit
 from echsd.store.writer import StoreWriter, WriterStats
@@ -20,6 +24,7 @@ __all__ = [
     "LATEST_VERSION",
     "MIGRATIONS",
     "BlackboardRow",
+    "Conn",
     "Gap",
     "InputRow",
     "Statement",

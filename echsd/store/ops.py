@@ -1,8 +1,9 @@
 """Pure builders of write statements, to put into a ``Unit``.
 
-Each function returns one ``Statement``: ``(sql, bindings)``, or a callable when the write
-needs several SQL statements. JSON values are encoded here, when the statement is built,
-so a later mutation of the caller's dict cannot change what gets written.
+Each function returns one ``Statement``: ``(sql, bindings)``, or a callable of a ``Conn``
+when the write needs several SQL statements. Both forms run on either backend (the SQL
+follows the rules in ``echsd.store.conn``). JSON values are encoded here, when the
+statement is built, so a later mutation of the caller's dict cannot change what gets written.
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import apsw
-
 from echsd.events import DELTA_EVENTS
+from echsd.store.conn import Conn
 from echsd.store.rows import InputRow, ThreadRow, dumps_text
 from echsd.store.schema import DELTA_PREDICATE, INDEXED_DELTA_TYPES
 from echsd.store.unit import Statement
@@ -81,7 +81,7 @@ def append_items(
     if len(rows) == 1:
         return (_INSERT_ITEM, rows[0])
 
-    def insert_items(conn: apsw.Connection) -> None:
+    def insert_items(conn: Conn) -> None:
         if rows:
             conn.executemany(_INSERT_ITEM, rows)
 
@@ -92,7 +92,7 @@ def replace_items(thread_id: str, items: list[dict[str, Any]]) -> Statement:
     """Compaction: the history becomes ``items`` at positions 0..n-1."""
     rows = [(thread_id, i, dumps_text(item), None) for i, item in enumerate(items)]
 
-    def replace(conn: apsw.Connection) -> None:
+    def replace(conn: Conn) -> None:
         conn.execute("DELETE FROM items WHERE thread_id = ?", (thread_id,))
         if rows:
             conn.executemany(_INSERT_ITEM, rows)
@@ -164,19 +164,20 @@ def fold_deltas(thread_id: str, keep: int, types: Iterable[str] = DELTA_EVENTS) 
         raise ValueError("keep must be >= 0")
     type_list = sorted(set(types))
 
-    def fold(conn: apsw.Connection) -> None:
+    def fold(conn: Conn) -> None:
         _fold(conn, thread_id, keep, type_list)
 
     return fold
 
 
-def _fold(conn: apsw.Connection, thread_id: str, keep: int, types: list[str]) -> None:
+def _fold(conn: Conn, thread_id: str, keep: int, types: list[str]) -> None:
     if not types:
         return
     if tuple(types) == INDEXED_DELTA_TYPES:
-        # The literal term (spelled as in the index) plus INDEXED BY: without ANALYZE
-        # statistics the planner would otherwise walk the primary key, i.e. the whole log.
-        table = "events INDEXED BY events_deltas"
+        # The literal term (spelled as in the index) plus, on SQLite, INDEXED BY: without
+        # ANALYZE statistics its planner would otherwise walk the primary key, i.e. the
+        # whole log. PostgreSQL's planner matches the partial index by the term alone.
+        table = "events INDEXED BY events_deltas" if conn.dialect == "sqlite" else "events"
         where, args = f"thread_id = ? AND {DELTA_PREDICATE}", (thread_id,)
     else:
         marks = ", ".join("?" * len(types))
@@ -206,7 +207,7 @@ def _runs(seqs: list[tuple[int, float]]) -> list[tuple[int, int, float]]:
     return runs
 
 
-def _record_gap(conn: apsw.Connection, thread_id: str, start: int, end: int, ts: float) -> None:
+def _record_gap(conn: Conn, thread_id: str, start: int, end: int, ts: float) -> None:
     before = conn.execute(
         "SELECT from_seq, ts FROM event_gaps WHERE thread_id = ? AND to_seq = ? AND reason = ?",
         (thread_id, start - 1, RETENTION),

@@ -1,8 +1,9 @@
 """Read queries: plain functions of a connection, run through ``Store.read``.
 
-They run inside the read transaction ``Store.read`` opens, so one call sees one snapshot.
-Nothing here loads a thread's history or event log unless asked for that thread: startup
-loads thread metadata only.
+They run inside the read transaction ``Store.read`` opens, so one call sees one snapshot,
+on either backend (the SQL follows the rules in ``echsd.store.conn``). Nothing here loads
+a thread's history or event log unless asked for that thread: startup loads thread
+metadata only.
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import apsw
-
 from echsd.events import Event
+from echsd.store.conn import Conn
 from echsd.store.rows import (
     EVENT_COLUMNS,
     INPUT_COLUMNS,
@@ -33,26 +33,26 @@ PENDING_STATUSES = ("queued", "steering")
 # -- threads and history ------------------------------------------------------------------
 
 
-def load_threads(conn: apsw.Connection) -> list[ThreadRow]:
+def load_threads(conn: Conn) -> list[ThreadRow]:
     """Every thread's metadata, oldest first."""
     rows = conn.execute(f"SELECT {THREAD_COLUMNS} FROM threads ORDER BY created_at, thread_id")
     return [thread_from_row(r) for r in rows]
 
 
-def get_thread(conn: apsw.Connection, thread_id: str) -> ThreadRow | None:
+def get_thread(conn: Conn, thread_id: str) -> ThreadRow | None:
     row = conn.execute(
         f"SELECT {THREAD_COLUMNS} FROM threads WHERE thread_id = ?", (thread_id,)
     ).fetchone()
     return thread_from_row(row) if row else None
 
 
-def load_items(conn: apsw.Connection, thread_id: str) -> list[dict[str, Any]]:
+def load_items(conn: Conn, thread_id: str) -> list[dict[str, Any]]:
     """The thread's Responses history in order."""
     rows = conn.execute("SELECT item FROM items WHERE thread_id = ? ORDER BY pos", (thread_id,))
     return [loads(r[0]) for r in rows]
 
 
-def count_items(conn: apsw.Connection, thread_id: str) -> int:
+def count_items(conn: Conn, thread_id: str) -> int:
     """Number of history items, which is also the next position to append at."""
     row = conn.execute("SELECT count(*) FROM items WHERE thread_id = ?", (thread_id,)).fetchone()
     return int(row[0])
@@ -62,7 +62,7 @@ def count_items(conn: apsw.Connection, thread_id: str) -> int:
 
 
 def load_inputs(
-    conn: apsw.Connection,
+    conn: Conn,
     thread_id: str | None = None,
     statuses: Sequence[str] | None = PENDING_STATUSES,
 ) -> list[InputRow]:
@@ -86,7 +86,7 @@ def load_inputs(
     return [input_from_row(r) for r in rows]
 
 
-def find_input(conn: apsw.Connection, thread_id: str, client_msg_id: str) -> InputRow | None:
+def find_input(conn: Conn, thread_id: str, client_msg_id: str) -> InputRow | None:
     """The input a client already sent with ``client_msg_id`` (deduplication)."""
     row = conn.execute(
         f"SELECT {INPUT_COLUMNS} FROM inputs WHERE thread_id = ? AND client_msg_id = ?",
@@ -95,7 +95,7 @@ def find_input(conn: apsw.Connection, thread_id: str, client_msg_id: str) -> Inp
     return input_from_row(row) if row else None
 
 
-def get_input(conn: apsw.Connection, input_id: str) -> InputRow | None:
+def get_input(conn: Conn, input_id: str) -> InputRow | None:
     row = conn.execute(
         f"SELECT {INPUT_COLUMNS} FROM inputs WHERE input_id = ?", (input_id,)
     ).fetchone()
@@ -105,27 +105,36 @@ def get_input(conn: apsw.Connection, input_id: str) -> InputRow | None:
 # -- the event log ------------------------------------------------------------------------
 
 
-def last_seq(conn: apsw.Connection, thread_id: str) -> int:
+def last_seq(conn: Conn, thread_id: str) -> int:
     """The highest seq ever given out on the thread (events or folded gaps); 0 if none."""
     row = conn.execute(
-        "SELECT max(coalesce((SELECT max(seq) FROM events WHERE thread_id = ?1), 0),"
-        " coalesce((SELECT max(to_seq) FROM event_gaps WHERE thread_id = ?1), 0))",
-        (thread_id,),
+        "SELECT (SELECT max(seq) FROM events WHERE thread_id = ?),"
+        " (SELECT max(to_seq) FROM event_gaps WHERE thread_id = ?)",
+        (thread_id, thread_id),
     ).fetchone()
-    return int(row[0])
+    return max(row[0] or 0, row[1] or 0)
 
 
-def last_seqs(conn: apsw.Connection, thread_ids: Iterable[str] | None = None) -> dict[str, int]:
+_LAST_SEQS_ALL = (
+    "SELECT thread_id,"
+    " (SELECT max(seq) FROM events WHERE events.thread_id = threads.thread_id),"
+    " (SELECT max(to_seq) FROM event_gaps WHERE event_gaps.thread_id = threads.thread_id) "
+    "FROM threads"
+)
+
+
+def last_seqs(conn: Conn, thread_ids: Iterable[str] | None = None) -> dict[str, int]:
     """``last_seq`` of many threads (default: every thread row) for startup.
 
-    One indexed max() lookup per thread: a GROUP BY over the log would read all of it.
+    One indexed max() lookup per thread (a GROUP BY over the log would read all of it);
+    for every thread they run inside one statement, so one round trip on PostgreSQL.
     """
     if thread_ids is None:
-        thread_ids = [r[0] for r in conn.execute("SELECT thread_id FROM threads")]
+        return {tid: max(seq or 0, gap or 0) for tid, seq, gap in conn.execute(_LAST_SEQS_ALL)}
     return {tid: last_seq(conn, tid) for tid in thread_ids}
 
 
-def count_events(conn: apsw.Connection, thread_id: str) -> int:
+def count_events(conn: Conn, thread_id: str) -> int:
     """Stored events of the thread (folded ones not counted)."""
     return conn.execute("SELECT count(*) FROM events WHERE thread_id = ?", (thread_id,)).fetchone()[
         0
@@ -137,18 +146,18 @@ EventRow = tuple[str, int, str, float, bytes]
 
 
 def read_event_rows(
-    conn: apsw.Connection, thread_id: str, after_seq: int = 0, limit: int | None = None
+    conn: Conn, thread_id: str, after_seq: int = 0, limit: int | None = None
 ) -> list[EventRow | Gap]:
     """Like ``read_events`` but undecoded: for callers that re-encode anyway (replay)."""
-    lim = -1 if limit is None else max(limit, 0)
+    bounded, args = _limit(limit, (thread_id, after_seq))
     rows = conn.execute(
-        f"SELECT {EVENT_COLUMNS} FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        (thread_id, after_seq, lim),
+        f"SELECT {EVENT_COLUMNS} FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq{bounded}",
+        args,
     ).fetchall()
     gaps = conn.execute(
         "SELECT from_seq, to_seq, reason FROM event_gaps WHERE thread_id = ? AND to_seq > ? "
-        "ORDER BY from_seq LIMIT ?",
-        (thread_id, after_seq, lim),
+        f"ORDER BY from_seq{bounded}",
+        args,
     ).fetchall()
     if not gaps:
         return rows  # type: ignore[no-any-return]
@@ -163,11 +172,19 @@ def read_event_rows(
             g += 1
         merged.append(row)
     merged.extend(pending[g:])
-    return merged if limit is None else merged[:lim]
+    return merged if limit is None else merged[: max(limit, 0)]
+
+
+def _limit(limit: int | None, args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """A LIMIT clause and its bindings; none at all for "no limit" (the engines spell
+    that differently: SQLite -1, PostgreSQL ALL)."""
+    if limit is None:
+        return "", args
+    return " LIMIT ?", (*args, max(limit, 0))
 
 
 def read_events(
-    conn: apsw.Connection, thread_id: str, after_seq: int = 0, limit: int | None = None
+    conn: Conn, thread_id: str, after_seq: int = 0, limit: int | None = None
 ) -> list[Event | Gap]:
     """Events with ``seq > after_seq`` in seq order, a ``Gap`` where a range was folded.
 
@@ -181,21 +198,21 @@ def read_events(
 
 
 def read_events_all(
-    conn: apsw.Connection, after_seq: int = 0, limit: int | None = None
+    conn: Conn, after_seq: int = 0, limit: int | None = None
 ) -> list[Event | Gap]:
     """Every thread's events with ``seq > after_seq``, ordered by (ts, thread_id, seq).
 
     Gaps sort at the time of the last event they replace. No index on ts (it would tax
     every append), so this reads the whole log: for admin/replay use, not hot paths.
     """
-    lim = -1 if limit is None else max(limit, 0)
+    bounded, args = _limit(limit, (after_seq, after_seq, after_seq + 1, after_seq))
     rows = conn.execute(
-        "SELECT ts, thread_id, seq, type, data, NULL FROM events WHERE seq > ?1 "
+        "SELECT ts, thread_id, seq, type, data, NULL FROM events WHERE seq > ? "
         "UNION ALL "
-        "SELECT ts, thread_id, max(from_seq, ?1 + 1), reason, NULL, to_seq FROM event_gaps "
-        "WHERE to_seq > ?1 "
-        "ORDER BY 1, 2, 3 LIMIT ?2",
-        (after_seq, lim),
+        "SELECT ts, thread_id, CASE WHEN from_seq > ? THEN from_seq ELSE ? END, reason, NULL, "
+        "to_seq FROM event_gaps WHERE to_seq > ? "
+        f"ORDER BY 1, 2, 3{bounded}",
+        args,
     )
     out: list[Event | Gap] = []
     for ts, tid, seq, kind, data, to_seq in rows:
@@ -209,14 +226,14 @@ def read_events_all(
 # -- blackboard and meta --------------------------------------------------------------------
 
 
-def get_blackboard(conn: apsw.Connection, key: str) -> BlackboardRow | None:
+def get_blackboard(conn: Conn, key: str) -> BlackboardRow | None:
     row = conn.execute(
         "SELECT key, value, version, writer, updated_at FROM blackboard WHERE key = ?", (key,)
     ).fetchone()
     return _bb(row) if row else None
 
 
-def list_blackboard(conn: apsw.Connection, prefix: str = "") -> list[BlackboardRow]:
+def list_blackboard(conn: Conn, prefix: str = "") -> list[BlackboardRow]:
     """Entries whose key starts with ``prefix``, in key order (an index range scan)."""
     out: list[BlackboardRow] = []
     rows = conn.execute(
@@ -237,11 +254,13 @@ def _bb(row: tuple[Any, ...]) -> BlackboardRow:
     )
 
 
-def get_meta(conn: apsw.Connection, key: str) -> str | None:
+def get_meta(conn: Conn, key: str) -> str | None:
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return row[0] if row else None
 
 
-def integrity_check(conn: apsw.Connection) -> str:
-    """``PRAGMA integrity_check``: "ok", or the problems found, one per line."""
+def integrity_check(conn: Conn) -> str:
+    """SQLite's ``PRAGMA integrity_check``: "ok", or the problems found, one per line.
+
+    SQLite only: PostgreSQL checks pages itself (and offers amcheck to operators)."""
     return "\n".join(str(r[0]) for r in conn.execute("PRAGMA integrity_check"))

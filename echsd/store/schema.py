@@ -1,25 +1,33 @@
-"""The database schema as an ordered list of migrations.
+"""The database schema as an ordered list of migrations, in both SQL dialects.
 
-Rules: ``MIGRATIONS[i]`` brings the schema from version ``i`` to ``i + 1``. A migration is
-never edited once released (its sha256 is recorded when applied and a mismatch is logged);
+Rules: ``MIGRATIONS[i]`` brings the schema from version ``i`` to ``i + 1``, with one script
+per dialect that builds the same tables, columns, keys and indexes. A migration is never
+edited once released (its sha256 is recorded when applied and a mismatch is logged);
 changes go into a new migration appended at the end. A database whose version is higher
 than ``len(MIGRATIONS)`` was written by a newer echsd and is refused rather than guessed at.
+How a backend applies them (locking, marking the database as ours) lives with the backend:
+``sqlite/schema.py``, ``postgres/schema.py``.
+
+Dialect notes (PostgreSQL beside SQLite): REAL is DOUBLE PRECISION and INTEGER is BIGINT
+(SQLite's are 64-bit), event data is BYTEA (SQLite: BLOB; both hold orjson's bytes as
+written), and key columns are ``COLLATE "C"`` so that ORDER BY and range scans order
+bytewise as SQLite's BINARY collation does (``list_blackboard`` relies on it).
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-
-import apsw
+from dataclasses import dataclass
 
 from echsd.logs import get_logger
-from echsd.store.connection import transaction
+from echsd.store.conn import Conn, Dialect
 from echsd.store.errors import StoreError
 
 log = get_logger("echsd.store")
 
-# "echs" in ASCII: marks the file as ours so another application's SQLite file is refused.
+# "echs" in ASCII: marks a database as ours (SQLite's application_id; PostgreSQL's
+# advisory lock key for migrations).
 APPLICATION_ID = 0x65636873
 
 _V1 = """
@@ -109,8 +117,102 @@ _V2 = """
 ALTER TABLE inputs ADD COLUMN disposition TEXT;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
-"""Append only. Index i holds the script that moves version i to i + 1."""
+
+_PG_V1 = """
+CREATE TABLE threads(
+    thread_id   TEXT COLLATE "C" PRIMARY KEY,
+    parent      TEXT COLLATE "C",
+    created_at  DOUBLE PRECISION NOT NULL,
+    state       TEXT NOT NULL,
+    config      TEXT NOT NULL DEFAULT '{}',
+    usage       TEXT NOT NULL DEFAULT '{}',
+    active_turn TEXT,
+    extra       TEXT NOT NULL DEFAULT '{}',
+    updated_at  DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX threads_parent ON threads(parent) WHERE parent IS NOT NULL;
+
+CREATE TABLE items(
+    thread_id TEXT COLLATE "C" NOT NULL,
+    pos       BIGINT NOT NULL,
+    item      TEXT NOT NULL,
+    turn_id   TEXT,
+    PRIMARY KEY(thread_id, pos)
+);
+
+CREATE TABLE inputs(
+    input_id      TEXT COLLATE "C" PRIMARY KEY,
+    thread_id     TEXT COLLATE "C" NOT NULL,
+    client_msg_id TEXT COLLATE "C",
+    mode          TEXT NOT NULL,
+    text          TEXT NOT NULL,
+    attachments   TEXT NOT NULL DEFAULT '[]',
+    status        TEXT NOT NULL CHECK(status IN ('queued', 'steering', 'delivered', 'dropped')),
+    position      BIGINT NOT NULL,
+    created_at    DOUBLE PRECISION NOT NULL,
+    turn_id       TEXT,
+    reason        TEXT
+);
+CREATE UNIQUE INDEX inputs_client_msg ON inputs(thread_id, client_msg_id)
+    WHERE client_msg_id IS NOT NULL;
+CREATE INDEX inputs_pending ON inputs(thread_id, status, position);
+
+CREATE TABLE events(
+    thread_id TEXT COLLATE "C" NOT NULL,
+    seq       BIGINT NOT NULL,
+    type      TEXT NOT NULL,
+    ts        DOUBLE PRECISION NOT NULL,
+    data      BYTEA NOT NULL,
+    PRIMARY KEY(thread_id, seq)
+);
+CREATE INDEX events_deltas ON events(thread_id, seq)
+    WHERE type IN ('tool.output', 'turn.delta', 'turn.reasoning_delta');
+
+CREATE TABLE event_gaps(
+    thread_id TEXT COLLATE "C" NOT NULL,
+    from_seq  BIGINT NOT NULL,
+    to_seq    BIGINT NOT NULL,
+    reason    TEXT NOT NULL,
+    ts        DOUBLE PRECISION NOT NULL DEFAULT 0,
+    PRIMARY KEY(thread_id, from_seq)
+);
+CREATE INDEX event_gaps_to ON event_gaps(thread_id, to_seq);
+
+CREATE TABLE blackboard(
+    key        TEXT COLLATE "C" PRIMARY KEY,
+    value      TEXT NOT NULL,
+    version    BIGINT NOT NULL,
+    writer     TEXT,
+    updated_at DOUBLE PRECISION NOT NULL
+);
+
+CREATE TABLE meta(
+    key   TEXT COLLATE "C" PRIMARY KEY,
+    value TEXT
+);
+"""
+
+_PG_V2 = """
+ALTER TABLE inputs ADD COLUMN disposition TEXT;
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One schema step, spelled in each dialect."""
+
+    sqlite: str
+    postgresql: str
+
+    def script(self, dialect: Dialect) -> str:
+        return self.sqlite if dialect == "sqlite" else self.postgresql
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(sqlite=_V1, postgresql=_PG_V1),
+    Migration(sqlite=_V2, postgresql=_PG_V2),
+)
+"""Append only. Index i holds the scripts that move version i to i + 1."""
 
 LATEST_VERSION = len(MIGRATIONS)
 
@@ -120,66 +222,44 @@ INDEXED_DELTA_TYPES = ("tool.output", "turn.delta", "turn.reasoning_delta")
 DELTA_PREDICATE = "type IN ('tool.output', 'turn.delta', 'turn.reasoning_delta')"
 """Spelled exactly as in the index: SQLite uses a partial index only for the same term."""
 
+SCHEMA_VERSION_TABLE = {
+    "sqlite": "CREATE TABLE IF NOT EXISTS schema_version("
+    "version INTEGER PRIMARY KEY, applied_at REAL NOT NULL, sha256 TEXT NOT NULL)",
+    "postgresql": "CREATE TABLE IF NOT EXISTS schema_version("
+    "version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL, sha256 TEXT NOT NULL)",
+}
+
 
 def script_digest(script: str) -> str:
     return hashlib.sha256(script.encode()).hexdigest()
 
 
-def current_version(conn: apsw.Connection) -> int:
-    """The schema version of ``conn``'s database; 0 for a fresh file."""
-    if not conn.table_exists(None, "schema_version"):
-        return 0
+def recorded_version(conn: Conn) -> int:
+    """The highest version in ``schema_version`` (which must exist); 0 if none."""
     row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
     return int(row[0] or 0) if row else 0
 
 
-def migrate(conn: apsw.Connection, path: str = "") -> int:
-    """Bring the database up to ``LATEST_VERSION``; returns the version reached.
-
-    Each migration runs in its own IMMEDIATE transaction that re-reads the version first,
-    so two processes opening the same fresh file cannot apply a migration twice.
-    """
-    _check_application_id(conn, path)
+def apply_next(conn: Conn, version: int) -> None:
+    """Run migration ``version`` -> ``version + 1`` and record it (in the caller's transaction)."""
+    script = MIGRATIONS[version].script(conn.dialect)
+    conn.execute(script)
     conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_version("
-        "version INTEGER PRIMARY KEY, applied_at REAL NOT NULL, sha256 TEXT NOT NULL)"
+        "INSERT INTO schema_version(version, applied_at, sha256) VALUES(?, ?, ?)",
+        (version + 1, time.time(), script_digest(script)),
     )
-    version = current_version(conn)
-    _refuse_newer(version, path)
-    _warn_edited(conn, path)
-    while version < LATEST_VERSION:
-        with transaction(conn):
-            version = current_version(conn)
-            _refuse_newer(version, path)
-            if version >= LATEST_VERSION:
-                break
-            script = MIGRATIONS[version]
-            conn.execute(script)
-            conn.execute(
-                "INSERT INTO schema_version(version, applied_at, sha256) VALUES(?, ?, ?)",
-                (version + 1, time.time(), script_digest(script)),
-            )
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        version += 1
-        log.info("store_migrated", path=path, version=version)
-    return version
 
 
-def _check_application_id(conn: apsw.Connection, path: str) -> None:
-    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-    if app_id not in (0, APPLICATION_ID):
-        raise StoreError(f"{path}: not an echsd database (application_id {app_id:#x})")
-
-
-def _refuse_newer(version: int, path: str) -> None:
+def refuse_newer(version: int, where: str) -> None:
     if version > LATEST_VERSION:
         raise StoreError(
-            f"{path}: database schema version {version} is newer than this echsd "
-            f"understands ({LATEST_VERSION}); upgrade echsd or use another state dir"
+            f"{where}: database schema version {version} is newer than this echsd "
+            f"understands ({LATEST_VERSION}); upgrade echsd or use another store"
         )
 
 
-def _warn_edited(conn: apsw.Connection, path: str) -> None:
-    for version, digest in conn.execute("SELECT version, sha256 FROM schema_version"):
-        if 1 <= version <= LATEST_VERSION and digest != script_digest(MIGRATIONS[version - 1]):
-            log.warning("store_migration_edited", path=path, version=version)
+def warn_edited(conn: Conn, where: str) -> None:
+    for version, digest in conn.execute("SELECT version, sha256 FROM schema_version").fetchall():
+        expected = script_digest(MIGRATIONS[version - 1].script(conn.dialect)) if 1 <= version <= LATEST_VERSION else digest
+        if digest != expected:
+            log.warning("store_migration_edited", store=where, version=version)

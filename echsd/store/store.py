@@ -1,100 +1,119 @@
-"""``Store``: the database file, its writer and a small pool of reader connections.
+"""``Store``: the interface both backends implement, and ``Store.open`` to pick one.
 
-Reads run in worker threads on their own connections (WAL snapshots), so they neither
-block the trio loop nor wait for the writer. A connection is used by one OS thread at a
-time: the pool hands each call a connection nobody else holds.
+A store is a database with one writer (``store.writer``, a group-committing
+``StoreWriter`` on one connection) and a small pool of reader connections
+(``store.read``/``read_sync``). Reads run in worker threads, each on a connection nobody
+else holds, inside a snapshot, so they neither block the trio loop nor wait for the writer.
+
+Backends: ``SqliteStore`` (one file, the embedded default) and ``PgStore`` (PostgreSQL,
+shared by several daemons). Both are blocking drivers driven from worker threads: the same
+model for both, so the writer's semantics (group commit, publish after commit, isolation of
+a failing unit, transient retries) are one implementation, ``StoreWriter``.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
-import apsw
 import trio
 
 from echsd.logs import get_logger
-from echsd.store.connection import open_reader, open_writer
+from echsd.store.conn import Conn, Dialect
 from echsd.store.errors import StoreClosed, StoreError
-from echsd.store.schema import migrate
 from echsd.store.writer import StoreWriter
 
 T = TypeVar("T")
 log = get_logger("echsd.store")
 
 DEFAULT_READERS = 4
+DEFAULT_MAX_PENDING = 50_000
+SQLITE_SCHEME = "sqlite://"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-class Store:
-    """One SQLite file: ``writer`` for every write, ``read``/``read_sync`` for queries."""
+class Store(ABC):
+    """One database: ``writer`` for every write, ``read``/``read_sync`` for queries.
+
+    ``location`` names the database in messages (a path, or a URL without its password);
+    ``node_id`` names this daemon among those sharing the database.
+    """
+
+    dialect: ClassVar[Dialect]
 
     def __init__(
-        self, path: Path, conn: apsw.Connection, writer: StoreWriter, readers: int
+        self, location: str, conn: Conn, *, node_id: str, readers: int, max_pending: int
     ) -> None:
-        self.path = path
-        self.writer = writer
+        self.location = location
+        self.node_id = node_id
+        self.writer = StoreWriter(conn, max_pending=max_pending)
         self._writer_conn = conn
         self._pool_size = readers
-        self._free: list[apsw.Connection] = []
+        self._free: list[Conn] = []
         self._lock = threading.Lock()
         self._limiter = trio.CapacityLimiter(readers)
         self._closed = False
 
-    @classmethod
+    @staticmethod
     def open(
-        cls, path: Path, *, readers: int = DEFAULT_READERS, max_pending: int = 50_000
+        target: str | os.PathLike[str],
+        *,
+        node_id: str = "",
+        readers: int = DEFAULT_READERS,
+        max_pending: int = DEFAULT_MAX_PENDING,
     ) -> Store:
-        """Open (creating if needed) and migrate the database at ``path``.
+        """Open (creating if needed) and migrate the store at ``target``.
 
-        Raises ``StoreError`` with a message naming the file when it is not an SQLite
-        database, not ours, written by a newer echsd, or cannot be opened.
+        ``target`` is a path (an SQLite file), ``sqlite:///PATH`` or ``postgresql://...``
+        (``postgres://`` too).
+        Raises ``StoreError`` with a one-line message naming the database when it cannot
+        be reached or opened, is not ours, or was written by a newer echsd.
         """
-        path = Path(path).expanduser()
-        try:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create the state directory {path.parent}: {exc}") from exc
-        try:
-            # Conversations are private: create the file 0600 (SQLite gives its -wal and
-            # -shm files the database's mode), and tighten an existing one.
-            os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
-            os.chmod(path, 0o600)
-        except OSError as exc:
-            raise StoreError(f"cannot create the database {path}: {exc.strerror}") from exc
-        conn: apsw.Connection | None = None
-        try:
-            conn, version = _open_and_migrate(path)
-        except StoreError:
-            if conn is not None:
-                conn.close()
-            raise
-        except apsw.NotADBError as exc:
-            if conn is not None:
-                conn.close()
-            raise StoreError(f"{path} is not an SQLite database (or is encrypted/corrupt)") from exc
-        except apsw.Error as exc:
-            if conn is not None:
-                conn.close()
-            raise StoreError(f"cannot open the database {path}: {exc}") from exc
-        log.debug("store_opened", path=str(path), schema_version=version)
-        return cls(path, conn, StoreWriter(conn, max_pending=max_pending), readers)
+        kwargs = {"node_id": node_id, "readers": readers, "max_pending": max_pending}
+        if isinstance(target, os.PathLike) or "://" not in target:
+            from echsd.store.sqlite.store import SqliteStore
 
-    async def read(self, fn: Callable[[apsw.Connection], T]) -> T:
+            return SqliteStore.open_file(Path(target), **kwargs)  # type: ignore[arg-type]
+        if target.startswith(SQLITE_SCHEME):
+            from echsd.store.sqlite.store import SqliteStore
+
+            return SqliteStore.open_file(sqlite_path(target), **kwargs)  # type: ignore[arg-type]
+        if target.startswith(POSTGRES_SCHEMES):
+            from echsd.store.postgres.store import PgStore
+
+            return PgStore.connect(target, **kwargs)  # type: ignore[arg-type]
+        raise StoreError(
+            f"unsupported store {target.split('://', 1)[0]!r}: expected sqlite:///PATH or postgresql://..."
+        )
+
+    # -- reads --------------------------------------------------------------------------
+
+    async def read(self, fn: Callable[[Conn], T]) -> T:
         """Run ``fn(conn)`` on a pooled reader connection in a worker thread.
 
-        ``fn`` sees one consistent snapshot (it runs inside a read transaction).
+        ``fn`` sees one consistent snapshot (it runs inside a read transaction). A driver
+        error comes out as ``StoreError`` (the driver's exception is its ``__cause__``).
         """
         self._check_open()
         return await trio.to_thread.run_sync(self._run_read, fn, limiter=self._limiter)
 
-    def read_sync(self, fn: Callable[[apsw.Connection], T]) -> T:
+    def read_sync(self, fn: Callable[[Conn], T]) -> T:
         """``read`` for startup code that runs before (or outside) trio."""
         self._check_open()
         return self._run_read(fn)
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    @abstractmethod
+    async def run_background(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The backend's housekeeping task, started in the daemon's root nursery beside
+        ``writer.run`` (SQLite: WAL checkpoints); returns at once where there is none."""
 
     def close(self) -> None:
         """Close every connection. Stop the writer first (``await store.writer.aclose()``)."""
@@ -105,11 +124,7 @@ class Store:
             idle, self._free = self._free, []
         for conn in idle:  # connections in use are closed when their read returns
             conn.close()
-        try:
-            self._writer_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        except apsw.Error as exc:  # readers still open elsewhere: the next open checkpoints
-            log.debug("final_checkpoint_skipped", error=str(exc))
-        self._writer_conn.close()
+        self._close_writer(self._writer_conn)
 
     def __enter__(self) -> Store:
         return self
@@ -117,54 +132,69 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- what a backend provides -------------------------------------------------------------
+
+    @abstractmethod
+    def _connect_reader(self) -> Conn:
+        """A new reader connection (the pool opens them lazily)."""
+
+    @abstractmethod
+    def _close_writer(self, conn: Conn) -> None:
+        """Close the writer connection (after any last housekeeping)."""
+
+    @abstractmethod
+    def _driver_error(self, exc: BaseException) -> bool:
+        """True for the driver's own exceptions (wrapped into ``StoreError`` by reads)."""
+
+    # -- the pool ----------------------------------------------------------------------------
+
     def _check_open(self) -> None:
         if self._closed:
-            raise StoreClosed(f"the store {self.path} is closed")
+            raise StoreClosed(f"the store {self.location} is closed")
 
-    def _run_read(self, fn: Callable[[apsw.Connection], T]) -> T:
+    def _run_read(self, fn: Callable[[Conn], T]) -> T:
         conn = self._acquire()
         try:
-            conn.execute("BEGIN")
-            try:
+            with conn.snapshot():
                 return fn(conn)
-            finally:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+        except Exception as exc:
+            if self._driver_error(exc):
+                raise StoreError(f"store read failed ({self.location}): {first_line(exc)}") from exc
+            raise
         finally:
             self._release(conn)
 
-    def _acquire(self) -> apsw.Connection:
+    def _acquire(self) -> Conn:
         with self._lock:
             if self._free:
                 return self._free.pop()
-        return open_reader(self.path)  # lazily: most processes need one or two
+        try:
+            return self._connect_reader()  # lazily: most processes need one or two
+        except Exception as exc:
+            if self._driver_error(exc):
+                raise StoreError(f"cannot open a reader on {self.location}: {first_line(exc)}") from exc
+            raise
 
-    def _release(self, conn: apsw.Connection) -> None:
-        with self._lock:
-            if not self._closed and len(self._free) < self._pool_size:
-                self._free.append(conn)
-                return
+    def _release(self, conn: Conn) -> None:
+        if not conn.broken:
+            with self._lock:
+                if not self._closed and len(self._free) < self._pool_size:
+                    self._free.append(conn)
+                    return
         conn.close()
 
 
-def _open_and_migrate(path: Path, budget_s: float = 10.0) -> tuple[apsw.Connection, int]:
-    """Open the writer and migrate, retrying SQLITE_BUSY.
+def sqlite_path(url: str) -> Path:
+    """The file of ``sqlite:///PATH``: ``sqlite:////abs/echsd.db`` is absolute, a relative
+    PATH is taken from the working directory (settings resolve it against the state dir
+    first), ``~`` expands."""
+    path = url[len(SQLITE_SCHEME) :]
+    if not path.startswith("/") or path in ("/", "/:memory:"):
+        raise StoreError(f"invalid store URL {url!r}: expected sqlite:///PATH (a database file)")
+    return Path(path[1:]).expanduser().absolute()
 
-    Switching a brand-new file to WAL (and the first migration) can fail with BUSY at once,
-    without the busy handler being consulted, when several processes open it together;
-    that is a moment of contention, not an error, so it is retried for ``budget_s``.
-    """
-    deadline = time.monotonic() + budget_s
-    delay = 0.005
-    while True:
-        conn: apsw.Connection | None = None
-        try:
-            conn = open_writer(path)
-            return conn, migrate(conn, str(path))
-        except apsw.BusyError:
-            if conn is not None:
-                conn.close()
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(delay)  # start-up code, before any trio task runs
-            delay = min(delay * 2, 0.2)
+
+def first_line(exc: BaseException) -> str:
+    """A driver's message without the detail lines libpq appends (HINT, context...)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -11,22 +11,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-import apsw
-import orjson
 import trio
 
 from echsd.events import Event
+from echsd.store.conn import Conn
 from echsd.store.errors import StoreError
 
-Bindings: TypeAlias = tuple[Any, ...] | dict[str, Any]
-Statement: TypeAlias = tuple[str, Bindings] | Callable[[apsw.Connection], None]
-"""(SQL, bindings), or a callable run on the writer connection inside the transaction.
+Bindings: TypeAlias = tuple[Any, ...]
+Statement: TypeAlias = tuple[str, Bindings] | Callable[[Conn], None]
+"""(SQL, bindings), or a callable run on the writer's ``Conn`` inside the transaction.
 
-A callable may run more than once (a failed batch is rolled back and retried), so it must
+Both forms are backend-neutral: the SQL follows the rules of ``echsd.store.conn``. A
+callable may run more than once (a failed batch is rolled back and retried), so it must
 only touch the database it is given.
 """
-
-INSERT_EVENT = "INSERT INTO events(thread_id, seq, type, ts, data) VALUES(?, ?, ?, ?, ?)"
 
 
 @dataclass(eq=False, slots=True)
@@ -83,7 +81,7 @@ class Unit:
             self._signal.set()
 
 
-def run_statement(conn: apsw.Connection, statement: Statement) -> None:
+def run_statement(conn: Conn, statement: Statement) -> None:
     if callable(statement):
         statement(conn)
         return
@@ -91,28 +89,7 @@ def run_statement(conn: apsw.Connection, statement: Statement) -> None:
     conn.execute(sql, bindings)
 
 
-# Many events go in as ONE statement over one JSON array: a single sqlite3_step, during
-# which apsw releases the GIL, instead of a step per row with a GIL hand-off each (which
-# starved the writer thread while a busy trio thread held the GIL). SQLite re-renders
-# each element's ``data`` byte-for-byte as orjson wrote it, and parses floats exactly.
-INSERT_EVENTS_JSON = (
-    "INSERT INTO events(thread_id, seq, type, ts, data) "
-    "SELECT value->>0, value->>1, value->>2, value->>3, CAST(value->'$[4]' AS BLOB) "
-    "FROM json_each(?)"
-)
-_JSON_MIN = 4  # below this, plain inserts are as cheap
-
-
-def insert_events(conn: apsw.Connection, events: Sequence[Event]) -> None:
-    if len(events) < _JSON_MIN:
-        for e in events:
-            conn.execute(INSERT_EVENT, (e.thread_id, e.seq, e.type, e.ts, orjson.dumps(e.data)))
-        return
-    payload = orjson.dumps([(e.thread_id, e.seq, e.type, e.ts, e.data) for e in events])
-    conn.execute(INSERT_EVENTS_JSON, (payload,))
-
-
-def apply_units(conn: apsw.Connection, units: Sequence[Unit]) -> None:
+def apply_units(conn: Conn, units: Sequence[Unit]) -> None:
     """Write ``units`` in order on ``conn`` (inside the caller's transaction).
 
     Events of consecutive units are inserted together; pending events are flushed
@@ -122,10 +99,10 @@ def apply_units(conn: apsw.Connection, units: Sequence[Unit]) -> None:
     for unit in units:
         if unit.statements:
             if batch:
-                insert_events(conn, batch)
+                conn.insert_events(batch)
                 batch = []
             for statement in unit.statements:
                 run_statement(conn, statement)
         batch.extend(unit.events)
     if batch:
-        insert_events(conn, batch)
+        conn.insert_events(batch)

@@ -13,14 +13,21 @@ Rules this module keeps:
   so no client ever sees an event a crash could take back.
 - Order: units commit, publish and resolve in submission order.
 - Isolation: if a batch fails, its units are retried one transaction each; only the
-  failing unit gets the error. Transient errors (busy, locked, I/O, disk full) are retried
-  with backoff, logged, and after ``retry_budget_s`` reported to the units, never dropped.
+  failing unit gets the error. Transient errors (the backend's ``Conn.is_transient``:
+  busy, locked, I/O, disk full; a lost or restarting PostgreSQL server) are retried with
+  backoff, logged, and after ``retry_budget_s`` reported to the units, never dropped.
 - Cancellation never leaves a half-written transaction: the hop is not abandoned on
   cancel (it finishes, and its result is published) and the transaction helper rolls back
   on any exception. Units the writer could not write before it stopped fail with
   ``StoreClosed``; ``aclose`` is the graceful way to stop.
 - ``max_pending`` bounds the units outstanding (queued or in flight): ``put`` waits,
   ``put_nowait`` raises ``trio.WouldBlock``.
+
+The writer knows nothing of the engine: the connection (``echsd.store.conn.Conn``) opens
+and commits transactions and inserts events its own fastest way. That is also where
+fencing will go when threads are leased to nodes (issue 15): a unit will carry the lease
+epoch it was decided under and the backend's transaction checks it before writing, so a
+node whose lease was taken can never append.
 """
 
 from __future__ import annotations
@@ -29,13 +36,12 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import apsw
 import trio
 
 from echsd.events import Event
 from echsd.logs import get_logger
-from echsd.store.connection import transaction
-from echsd.store.errors import StoreClosed, StoreError, is_transient
+from echsd.store.conn import Conn
+from echsd.store.errors import StoreClosed, StoreError
 from echsd.store.unit import Unit, apply_units
 
 log = get_logger("echsd.store.writer")
@@ -62,7 +68,7 @@ class StoreWriter:
 
     def __init__(
         self,
-        conn: apsw.Connection,
+        conn: Conn,
         on_commit: OnCommit | None = None,
         max_pending: int = 50_000,
         *,
@@ -239,7 +245,7 @@ class StoreWriter:
                 if error is None:
                     self._finish(remaining, [None] * len(remaining), transactions=1)
                     return
-                if not is_transient(error):
+                if not self._conn.is_transient(error):
                     log.warning("store_batch_failed", units=len(remaining), error=repr(error))
                     self.stats.isolations += 1
                     isolate = True
@@ -313,7 +319,7 @@ class StoreWriter:
 
     def _apply_together(self, units: Sequence[Unit]) -> Exception | None:
         try:
-            with transaction(self._conn):
+            with self._conn.transaction():
                 apply_units(self._conn, units)
         except Exception as exc:  # reported to the trio side
             return exc
@@ -324,10 +330,10 @@ class StoreWriter:
         results: list[Exception | None] = []
         for unit in units:
             try:
-                with transaction(self._conn):
+                with self._conn.transaction():
                     apply_units(self._conn, (unit,))
             except Exception as exc:
-                if is_transient(exc):
+                if self._conn.is_transient(exc):
                     return results, exc
                 results.append(exc)
             else:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import random
 import sys
 import time
-from pathlib import Path
-
 import trio
 
 from echsd.events import Event
@@ -20,10 +18,10 @@ from echsd.store import Store, ThreadRow, Unit, ops, queries
 THREAD = "thr_00000000000000cc"
 
 
-async def main(path: Path) -> None:
+async def main(target: str) -> None:
     rng = random.Random()
     # Small, varying batches: the kill lands mid-batch, between batches, under backpressure.
-    store = Store.open(path, max_pending=rng.choice((1, 8, 64, 512)))
+    store = Store.open(target, max_pending=rng.choice((1, 8, 64, 512)))
     seq = store.read_sync(lambda c: queries.last_seq(c, THREAD))
     pos = store.read_sync(lambda c: queries.count_items(c, THREAD))
     out = sys.stdout
@@ -73,4 +71,4 @@ async def main(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    trio.run(main, Path(sys.argv[1]))
+    trio.run(main, sys.argv[1])  # an SQLite path or a postgresql:// URL

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import apsw
 import orjson
 import pytest
 
 from echsd.events import Event
 from echsd.store import InputRow, Store, StoreError, ThreadRow, Unit, ops, queries
 
-from .conftest import ev
+from .conftest import Backend, ev
 
 T1, T2 = "thr_0000000000000001", "thr_0000000000000002"
+TYPE_OF_DATA = {
+    "sqlite": "SELECT typeof(data) FROM events LIMIT 1",
+    "postgresql": "SELECT pg_typeof(data)::text FROM events LIMIT 1",
+}
 
 
 def thread(tid: str, parent: str | None = None, created_at: float = 1.0, **kw: object) -> ThreadRow:
@@ -212,10 +215,8 @@ async def test_event_data_round_trips_and_last_seq(store: Store) -> None:
     assert await store.read(lambda c: queries.last_seqs(c, [T1, T2])) == {T1: 2, T2: 0}
     events = await store.read(lambda c: queries.read_events(c, T1, 0))
     assert events[0] == Event(T1, 1, "item.completed", 123.25, data)
-    raw = await store.read(
-        lambda c: c.execute("SELECT typeof(data) FROM events LIMIT 1").fetchone()[0]
-    )
-    assert raw == "blob"
+    raw = await store.read(lambda c: c.execute(TYPE_OF_DATA[c.dialect]).fetchone()[0])
+    assert raw == {"sqlite": "blob", "postgresql": "bytea"}[store.dialect]
     assert await store.read(lambda c: queries.count_events(c, T1)) == 2
 
 
@@ -245,14 +246,15 @@ async def test_read_events_all_orders_by_time(store: Store) -> None:
     assert [(e.thread_id, e.seq) for e in got] == [(T2, 2), (T1, 2)]
 
 
-async def test_integrity_check_reports_ok(store: Store) -> None:
-    assert await store.read(queries.integrity_check) == "ok"
+async def test_integrity_check_reports_ok(db_path: object) -> None:
+    with Store.open(db_path) as s:  # type: ignore[arg-type]  # SQLite's PRAGMA
+        assert s.read_sync(queries.integrity_check) == "ok"
 
 
-def test_read_sync_runs_in_a_snapshot(db_path: object) -> None:
-    with Store.open(db_path) as s:  # type: ignore[arg-type]
+def test_read_sync_runs_in_a_snapshot(backend: Backend) -> None:
+    with backend.open() as s:
         assert s.read_sync(lambda c: c.in_transaction) is True
-        with pytest.raises(apsw.SQLError):
+        with pytest.raises(StoreError):
             s.read_sync(lambda c: c.execute("SELECT * FROM nope"))
         assert s.read_sync(lambda c: c.execute("SELECT 1").fetchone()) == (1,)  # pool still fine
 

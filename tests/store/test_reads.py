@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import threading
 
-import apsw
 import pytest
 import trio
 
-from echsd.store import Store, StoreClosed, Unit, ops, queries
+from echsd.store import Conn, Store, StoreClosed, StoreError, Unit, ops, queries
 from echsd.store.store import DEFAULT_READERS
 
-from .conftest import ev
+from .conftest import Backend, ev
 
 T = "thr_00000000000000bb"
 
 
-def snapshot(conn: apsw.Connection) -> tuple[int, int, int]:
+def snapshot(conn: Conn) -> tuple[int, int, int]:
     items = queries.count_items(conn, T)
     events = queries.count_events(conn, T)
     return items, events, queries.last_seq(conn, T)
@@ -30,7 +29,7 @@ async def test_concurrent_reads_see_consistent_snapshots_while_writing(store: St
     peak = 0
     lock = threading.Lock()
 
-    def observed(conn: apsw.Connection) -> tuple[int, int, int]:
+    def observed(conn: Conn) -> tuple[int, int, int]:
         nonlocal busy, peak
         with lock:
             busy += 1
@@ -71,7 +70,7 @@ async def test_concurrent_reads_see_consistent_snapshots_while_writing(store: St
 async def test_reads_are_not_blocked_by_an_open_write(store: Store) -> None:
     gate, entered = threading.Event(), threading.Event()
 
-    def hold(conn: apsw.Connection) -> None:
+    def hold(conn: Conn) -> None:
         conn.execute("INSERT INTO meta VALUES('pending', 'yes')")
         entered.set()
         gate.wait()
@@ -87,8 +86,8 @@ async def test_reads_are_not_blocked_by_an_open_write(store: Store) -> None:
     assert await store.read(lambda c: queries.get_meta(c, "pending")) == "yes"
 
 
-async def test_read_after_close_is_refused(db_path: object) -> None:
-    s = Store.open(db_path)  # type: ignore[arg-type]
+async def test_read_after_close_is_refused(backend: Backend) -> None:
+    s = backend.open()
     assert await s.read(lambda c: 1) == 1
     s.close()
     s.close()  # idempotent
@@ -96,3 +95,15 @@ async def test_read_after_close_is_refused(db_path: object) -> None:
         await s.read(lambda c: 1)
     with pytest.raises(StoreClosed):
         s.read_sync(lambda c: 1)
+
+
+async def test_a_failing_read_is_a_store_error_and_the_pool_carries_on(store: Store) -> None:
+    with pytest.raises(StoreError, match="store read failed"):
+        await store.read(lambda c: c.execute("SELECT * FROM no_such_table").fetchall())
+    assert await store.read(lambda c: c.execute("SELECT 1").fetchone()) == (1,)
+
+
+async def test_reads_cannot_write(store: Store) -> None:
+    with pytest.raises(StoreError):
+        await store.read(lambda c: c.execute("INSERT INTO meta VALUES('a', 'b')"))
+    assert await store.read(lambda c: queries.get_meta(c, "a")) is None

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
-import apsw
 import pytest
 import trio
 import trio.testing
 
 from echsd.events import Event
-from echsd.store import Store, StoreClosed, StoreError, StoreWriter, Unit, ops, queries
-from echsd.store.connection import open_reader, open_writer
-from echsd.store.schema import migrate
+from echsd.store import Conn, Store, StoreClosed, StoreError, StoreWriter, Unit, ops, queries
 
-from .conftest import ev
+from .conftest import Backend, ev
 
 TID = "thr_00000000000000aa"
 
@@ -28,10 +24,8 @@ def item_unit(pos: int, seq: int, thread_id: str = TID) -> Unit:
     )
 
 
-def make_writer(db_path: Path, **kwargs: object) -> tuple[StoreWriter, apsw.Connection]:
-    db_path.parent.mkdir(parents=True, exist_ok=True)
-    conn = open_writer(db_path)
-    migrate(conn)
+def make_writer(backend: Backend, **kwargs: object) -> tuple[StoreWriter, Conn]:
+    conn = backend.writer_conn()
     return StoreWriter(conn, **kwargs), conn  # type: ignore[arg-type]
 
 
@@ -51,8 +45,8 @@ async def test_group_commit_many_units_few_transactions(store: Store) -> None:
     assert await store.read(lambda c: queries.count_events(c, TID)) == 6000
 
 
-async def test_publish_after_commit_in_submission_order(store: Store) -> None:
-    probe = open_reader(store.path)  # a separate connection: what any reader would see
+async def test_publish_after_commit_in_submission_order(store: Store, backend: Backend) -> None:
+    probe = backend.probe()  # a separate connection: what any reader would see
     published: list[Event] = []
     calls = 0
 
@@ -133,7 +127,7 @@ async def test_failing_unit_is_isolated_and_the_rest_commit(store: Store) -> Non
 
 
 async def test_callable_raising_fails_only_its_unit(store: Store) -> None:
-    def boom(conn: apsw.Connection) -> None:
+    def boom(conn: Conn) -> None:
         conn.execute("INSERT INTO meta VALUES('half', 'written')")
         raise ValueError("bug in a statement")
 
@@ -147,15 +141,15 @@ async def test_callable_raising_fails_only_its_unit(store: Store) -> None:
     assert await store.read(lambda c: queries.get_meta(c, "half")) is None
 
 
-async def test_transient_errors_are_retried(db_path: Path, nursery: trio.Nursery) -> None:
-    w, conn = make_writer(db_path, retry_base_s=0.001)
+async def test_transient_errors_are_retried(backend: Backend, nursery: trio.Nursery) -> None:
+    w, conn = make_writer(backend, retry_base_s=0.001)
     failures = 3
 
-    def flaky(conn: apsw.Connection) -> None:
+    def flaky(conn: Conn) -> None:
         nonlocal failures
         if failures:
             failures -= 1
-            raise apsw.BusyError("database is locked (simulated)")
+            raise backend.transient_error()
         conn.execute("INSERT INTO meta VALUES('k', 'v')")
 
     await nursery.start(w.run)
@@ -171,14 +165,14 @@ async def test_transient_errors_are_retried(db_path: Path, nursery: trio.Nursery
     conn.close()
 
 
-async def test_transient_errors_give_up_after_budget(db_path: Path, nursery: trio.Nursery) -> None:
-    w, conn = make_writer(db_path, retry_base_s=0.001, retry_budget_s=0.0)
+async def test_transient_errors_give_up_after_budget(backend: Backend, nursery: trio.Nursery) -> None:
+    w, conn = make_writer(backend, retry_base_s=0.001, retry_budget_s=0.0)
 
-    def always_full(conn: apsw.Connection) -> None:
-        raise apsw.FullError("database or disk is full (simulated)")
+    def always_busy(conn: Conn) -> None:
+        raise backend.transient_error()
 
     await nursery.start(w.run)
-    unit = w.put_nowait(Unit(statements=[always_full]))
+    unit = w.put_nowait(Unit(statements=[always_busy]))
     with pytest.raises(StoreError, match="retries"):
         await unit.wait()
     after = w.put_nowait(Unit(events=[ev(TID, 1)]))
@@ -187,8 +181,8 @@ async def test_transient_errors_give_up_after_budget(db_path: Path, nursery: tri
     conn.close()
 
 
-async def test_backpressure_at_max_pending(db_path: Path) -> None:
-    w, conn = make_writer(db_path, max_pending=3)
+async def test_backpressure_at_max_pending(backend: Backend) -> None:
+    w, conn = make_writer(backend, max_pending=3)
     units = [w.put_nowait(Unit(events=[ev(TID, i)])) for i in range(1, 4)]
     with pytest.raises(trio.WouldBlock):
         w.put_nowait(Unit(events=[ev(TID, 99)]))
@@ -213,8 +207,8 @@ async def test_backpressure_at_max_pending(db_path: Path) -> None:
     conn.close()
 
 
-async def test_cancelled_put_does_not_enqueue(db_path: Path) -> None:
-    w, conn = make_writer(db_path, max_pending=2)
+async def test_cancelled_put_does_not_enqueue(backend: Backend) -> None:
+    w, conn = make_writer(backend, max_pending=2)
     early = Unit(events=[ev(TID, 1)])
     with trio.CancelScope() as scope:
         scope.cancel()
@@ -242,8 +236,8 @@ async def test_flush_waits_for_everything_before_it(store: Store) -> None:
     assert await store.read(lambda c: queries.last_seq(c, TID)) == 200
 
 
-async def test_aclose_commits_pending_then_stops(db_path: Path) -> None:
-    store = Store.open(db_path)
+async def test_aclose_commits_pending_then_stops(backend: Backend) -> None:
+    store = backend.open()
     async with trio.open_nursery() as n:
         await n.start(store.writer.run)
         units = [store.writer.put_nowait(Unit(events=[ev(TID, i)])) for i in range(1, 501)]
@@ -258,8 +252,8 @@ async def test_aclose_commits_pending_then_stops(db_path: Path) -> None:
     store.close()
 
 
-async def test_aclose_without_run_fails_pending_units(db_path: Path) -> None:
-    w, conn = make_writer(db_path)
+async def test_aclose_without_run_fails_pending_units(backend: Backend) -> None:
+    w, conn = make_writer(backend)
     unit = w.put_nowait(Unit(events=[ev(TID, 1)]))
     await w.aclose()
     with pytest.raises(StoreClosed):
@@ -277,7 +271,7 @@ async def test_unit_cannot_be_submitted_twice(store: Store) -> None:
 async def test_cancelled_waiter_does_not_lose_its_unit(store: Store) -> None:
     gate, entered = threading.Event(), threading.Event()
 
-    def hold(conn: apsw.Connection) -> None:
+    def hold(conn: Conn) -> None:
         entered.set()
         gate.wait()
 
@@ -295,13 +289,13 @@ async def test_cancelled_waiter_does_not_lose_its_unit(store: Store) -> None:
     assert await store.read(lambda c: queries.count_items(c, TID)) == 1
 
 
-async def test_cancelling_the_writer_mid_hop_finishes_the_transaction(db_path: Path) -> None:
-    w, conn = make_writer(db_path)
+async def test_cancelling_the_writer_mid_hop_finishes_the_transaction(backend: Backend) -> None:
+    w, conn = make_writer(backend)
     published: list[Event] = []
     w.set_on_commit(published.extend)
     gate, entered = threading.Event(), threading.Event()
 
-    def hold(c: apsw.Connection) -> None:
+    def hold(c: Conn) -> None:
         c.execute("INSERT INTO meta VALUES('in', 'hop')")
         entered.set()
         gate.wait()
@@ -339,7 +333,7 @@ async def test_on_commit_failure_does_not_stop_the_writer(store: Store) -> None:
 async def test_statements_run_before_the_units_events(store: Store) -> None:
     seen: list[int] = []
 
-    def count(c: apsw.Connection) -> None:
+    def count(c: Conn) -> None:
         seen.append(c.execute("SELECT count(*) FROM events").fetchone()[0])
 
     w = store.writer

@@ -15,7 +15,7 @@ import apsw
 import trio
 
 from echsd.logs import get_logger
-from echsd.store.connection import BUSY_TIMEOUT_MS
+from echsd.store.sqlite.connection import BUSY_TIMEOUT_MS
 
 log = get_logger("echsd.store")
 

@@ -1,0 +1,1 @@
+"""The SQLite backend: the embedded default (apsw, one file in WAL mode)."""
