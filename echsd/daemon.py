@@ -18,7 +18,7 @@ from echsd.codex import ResponsesClient, endpoint_from_settings
 from echsd.logs import get_logger
 from echsd.service.sdnotify import Notifier
 from echsd.settings import Settings
-from echsd.store import Store, run_checkpoints
+from echsd.store import Store
 from echsd.threads.hub import EventHub
 from echsd.threads.service import ThreadService
 from echsd.threads.supervisor import Supervisor
@@ -63,7 +63,7 @@ class Daemon:
         server = self.server = WireServer(settings)
         await server.bind()  # first: a second daemon on this state dir stops here
         try:
-            store = Store.open(settings.db_path)
+            store = Store.open(settings.store_url, node_id=settings.node_id)
         except BaseException:
             server.close()
             raise
@@ -73,7 +73,7 @@ class Daemon:
         try:
             async with trio.open_nursery() as root:
                 await root.start(store.writer.run)
-                await root.start(run_checkpoints, settings.db_path)
+                await root.start(store.run_background)
                 self.base_url = settings.base_url
                 if settings.provider == "mock":
                     self.base_url = await self._start_mock(root)

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
+import socket
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from echsd.codex.catalog import ModelCatalog
@@ -83,9 +86,12 @@ class Settings:
     openai_project: str | None = None  # OPENAI_PROJECT: the OpenAI-Project header
     tuning: Tuning = field(default_factory=Tuning)
     catalog: ModelCatalog = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    store_url: str = field(repr=False, default="")  # sqlite:////abs/path or postgresql://...
+    node_id: str = ""
 
     @property
     def db_path(self) -> Path:
+        """The default SQLite file (the store is ``store_url``)."""
         return self.state_dir / "echsd.db"
 
     @property
@@ -146,6 +152,53 @@ def parse_listen(url: str, state_dir: Path) -> ListenAddress:
     raise SettingsError(f"invalid --listen {url!r}: expected unix://PATH or tcp://HOST:PORT")
 
 
+SQLITE_SCHEME = "sqlite://"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+NODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+
+
+def parse_store(url: str, state_dir: Path) -> str:
+    """Validate ``--store`` and make an SQLite path absolute (relative to the state dir).
+
+    ``sqlite:///PATH``: PATH is relative (``sqlite:///echsd.db``) or absolute
+    (``sqlite:////var/lib/echsd.db``), ``~`` expands. ``postgresql://...`` (or
+    ``postgres://``) is a libpq URL, checked here only for shape: reaching it is the store's
+    job, at start-up.
+    """
+    url = url.strip()
+    if url.startswith(SQLITE_SCHEME):
+        path = url[len(SQLITE_SCHEME) :]
+        if not path.startswith("/") or path in ("/", "/:memory:"):
+            raise SettingsError(f"invalid setting 'store': {url!r}: expected sqlite:///PATH (a database file)")
+        location = Path(path[1:]).expanduser()
+        return SQLITE_SCHEME + "/" + str(location if location.is_absolute() else state_dir / location)
+    if url.startswith(POSTGRES_SCHEMES):
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 -- raises ValueError for a port that is not a number
+        except ValueError as exc:
+            raise SettingsError(f"invalid setting 'store': not a valid postgresql:// URL ({exc})") from None
+        if parts.fragment:
+            raise SettingsError("invalid setting 'store': a postgresql:// URL has no #fragment")
+        return url
+    scheme = url.split("://", 1)[0] if "://" in url else url
+    raise SettingsError(f"invalid setting 'store': {scheme!r} is not sqlite:///PATH or postgresql://...")
+
+
+def parse_node_id(value: str) -> str:
+    if not NODE_ID.fullmatch(value):
+        raise SettingsError(
+            f"invalid setting 'node_id': {value!r}: use 1-63 letters, digits, '.', '_' or '-'"
+        )
+    return value
+
+
+def default_node_id() -> str:
+    """The host name, made a valid node id (a default must never refuse to start)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname()).lstrip("._-")[:63]
+    return name or "localhost"
+
+
 def codex_auth_has_tokens(home: Path) -> bool:
     """True when ``<CODEX_HOME>/auth.json`` holds a ChatGPT login (an access token)."""
     import json
@@ -203,7 +256,7 @@ def _tuning_from(table: Any, path: Path) -> Tuning:
     return Tuning(**values)
 
 
-_FILE_KEYS = {"listen", "provider", "base_url", "model", "allow_remote", "tuning", "models"}
+_FILE_KEYS = {"listen", "provider", "base_url", "model", "allow_remote", "store", "node_id", "tuning", "models"}
 
 
 def _catalog_from(table: Any, path: Path) -> ModelCatalog:
@@ -231,7 +284,8 @@ def load_settings(
     """Merge flags, env, config file and defaults into validated ``Settings``.
 
     ``flags`` holds only options given on the command line (None means not given):
-    ``state_dir``, ``listen`` (list), ``provider``, ``base_url``, ``model``, ``allow_remote``.
+    ``state_dir``, ``listen`` (list), ``provider``, ``base_url``, ``model``, ``allow_remote``,
+    ``store``, ``node_id``.
     """
     flags = {k: v for k, v in (flags or {}).items() if v not in (None, (), [])}
     env = dict(os.environ if env is None else env)
@@ -301,6 +355,15 @@ def load_settings(
     catalog = _catalog_from(file_values.get("models"), config_path)
     catalog.get(model)  # an unknown default model is announced once, at start
 
+    store = pick("store", "ECHS_STORE")
+    if store is not None and not isinstance(store, str):
+        raise SettingsError("invalid setting 'store': expected a URL")
+    store_url = parse_store(store or f"{SQLITE_SCHEME}/{state_dir / 'echsd.db'}", state_dir)
+    node_id = pick("node_id", "ECHS_NODE_ID")
+    if node_id is not None and not isinstance(node_id, str):
+        raise SettingsError("invalid setting 'node_id': expected a name")
+    node_id = parse_node_id(node_id) if node_id else default_node_id()
+
     return Settings(
         state_dir=state_dir,
         listen=listen,
@@ -315,6 +378,8 @@ def load_settings(
         openai_project=env.get("OPENAI_PROJECT") or None,
         tuning=_tuning_from(file_values.get("tuning"), config_path),
         catalog=catalog,
+        store_url=store_url,
+        node_id=node_id,
     )
 
 

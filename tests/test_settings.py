@@ -63,6 +63,13 @@ def test_flags_beat_env_beat_file_beat_defaults(tmp_path: Path) -> None:
         ({}, "[tuning]\nmax_depth = -1\n", "tuning.max_depth"),
         ({}, "[tuning]\nwarp = 9\n", "tuning.warp"),
         ({}, "model = [\n", "invalid config file"),
+        ({"store": "mysql://db"}, "", "invalid setting 'store': 'mysql'"),
+        ({"store": "sqlite://no-third-slash.db"}, "", "expected sqlite:///PATH"),
+        ({"store": "sqlite:///"}, "", "expected sqlite:///PATH"),
+        ({"store": "postgresql://host:port/db"}, "", "not a valid postgresql:// URL"),
+        ({}, "store = 5\n", "invalid setting 'store'"),
+        ({"node_id": "two words"}, "", "invalid setting 'node_id'"),
+        ({"node_id": "x" * 64}, "", "invalid setting 'node_id'"),
     ],
 )
 def test_invalid_settings_name_the_setting(tmp_path: Path, flags: dict, file_text: str, message: str) -> None:
@@ -91,3 +98,42 @@ def test_serve_refuses_bad_setting_with_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "refusing to listen on non-loopback address" in lines[0]
+
+
+def test_store_defaults_to_the_state_dirs_sqlite_file_and_node_to_the_host(tmp_path: Path) -> None:
+    import socket
+
+    settings = load_settings({"state_dir": str(tmp_path / "s")}, env_for(tmp_path))
+    assert settings.store_url == f"sqlite:///{tmp_path / 's' / 'echsd.db'}"
+    assert settings.node_id == socket.gethostname()[:63]
+
+
+def test_store_and_node_id_from_flag_env_and_file(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "config.toml").write_text('store = "sqlite:///db/from-file.db"\nnode_id = "file-node"\n')
+    settings = load_settings({"state_dir": str(state)}, env_for(tmp_path))
+    assert settings.store_url == f"sqlite:///{state / 'db' / 'from-file.db'}"  # relative: under the state dir
+    assert settings.node_id == "file-node"
+    env = env_for(tmp_path, ECHS_STORE="postgresql://echs:pw@db.example/echs?sslmode=require", ECHS_NODE_ID="env-node")
+    settings = load_settings({"state_dir": str(state)}, env)
+    assert settings.store_url == "postgresql://echs:pw@db.example/echs?sslmode=require"
+    assert settings.node_id == "env-node"
+    assert "pw@" not in repr(settings)  # the URL may carry a password
+    flagged = load_settings({"state_dir": str(state), "store": "sqlite:////var/x.db", "node_id": "n1"}, env)
+    assert (flagged.store_url, flagged.node_id) == ("sqlite:////var/x.db", "n1")
+
+
+def test_serve_names_an_unreachable_store_in_one_line(tmp_path: Path) -> None:
+    url = f"postgresql://echs:s3cret-pass@/echs?host={tmp_path}"  # no server listens there
+    result = subprocess.run(
+        [sys.executable, "-m", "echsd.cli.echsd_main", "serve", "--state-dir", str(tmp_path / "state"), "--store", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env_for(tmp_path, PATH="/usr/bin:/bin", ECHS_LOG_FORMAT="json"),
+    )
+    assert result.returncode == 1
+    assert "s3cret-pass" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("echsd: cannot use the PostgreSQL store postgresql://echs:***@/echs"), result.stderr

@@ -18,6 +18,8 @@ def settings_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--provider", type=click.Choice(PROVIDERS), help="Model provider [ECHS_PROVIDER]."),
         click.option("--base-url", help="Responses-compatible endpoint base URL [ECHS_BASE_URL]."),
         click.option("--model", help="Default model for new threads [ECHS_MODEL]."),
+        click.option("--store", help="sqlite:///PATH (default <state>/echsd.db) or postgresql://... [ECHS_STORE]."),
+        click.option("--node-id", help="This daemon's name among those sharing a store (default: host name) [ECHS_NODE_ID]."),
     ]
     for option in reversed(options):
         func = option(func)
