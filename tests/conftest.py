@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, AsyncIterator, Iterator
 
 import pytest
 
-from tests.helpers import make_settings
+from tests.helpers import PG_SOCKET_ENV, make_settings, suite_store
 from tests.pgcluster import TempCluster, missing_reason
 
 
@@ -49,9 +50,33 @@ def pg_cluster() -> Iterator[TempCluster]:
     """One throwaway PostgreSQL cluster for the whole session (skips where it cannot run)."""
     reason = missing_reason()
     if reason:
+        if suite_store() == "postgresql":
+            pytest.fail(f"ECHS_TEST_STORE=postgresql, but {reason}", pytrace=False)
         pytest.skip(reason)
     cluster = TempCluster().start()
+    os.environ[PG_SOCKET_ENV] = str(cluster.socket_dir)  # for helpers and child processes
     try:
         yield cluster
     finally:
+        os.environ.pop(PG_SOCKET_ENV, None)
         cluster.stop()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _suite_store(request: pytest.FixtureRequest) -> None:
+    """With ECHS_TEST_STORE=postgresql the cluster starts before any daemon (module-scoped
+    fixtures included): test daemons each get a database of their own in it, named after
+    their state dir (``tests.helpers.store_url_for``)."""
+    if suite_store() == "postgresql":
+        request.getfixturevalue("pg_cluster")
+
+
+@pytest.fixture(autouse=True)
+def _drop_idle_databases(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test, the test daemons' databases nobody uses any more are dropped."""
+    if suite_store() != "postgresql":
+        yield
+        return
+    cluster: TempCluster = request.getfixturevalue("pg_cluster")
+    yield
+    cluster.drop_idle_databases()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -14,6 +15,9 @@ from echsd.threads.history import check_invariants
 
 WAIT_S = 15.0
 
+TEST_STORE_ENV = "ECHS_TEST_STORE"  # "sqlite" (default) or "postgresql": the store test daemons use
+PG_SOCKET_ENV = "ECHS_TEST_PG_HOST"  # the session cluster's socket dir (set by the pg_cluster fixture)
+
 
 def mock_directive(step_or_steps: Any) -> str:
     """A mock upstream script line (see docs/mock-upstream.md)."""
@@ -22,10 +26,41 @@ def mock_directive(step_or_steps: Any) -> str:
     return "mock: " + json.dumps(step_or_steps)
 
 
+def suite_store() -> str:
+    """Which store the daemon-level tests run on: ``ECHS_TEST_STORE``, default sqlite."""
+    value = os.environ.get(TEST_STORE_ENV) or "sqlite"
+    if value not in ("sqlite", "postgresql"):
+        raise RuntimeError(f"{TEST_STORE_ENV}={value!r}: expected sqlite or postgresql")
+    return value
+
+
+def store_url_for(state_dir: Path) -> str | None:
+    """The store of a test daemon on ``state_dir``: None for the default (its SQLite file),
+    or, with ECHS_TEST_STORE=postgresql, a database of its own in the session's cluster
+    (created on first use; the same one for every daemon and process on that state dir)."""
+    if suite_store() != "postgresql":
+        return None
+    from tests.pgcluster import create_database, database_for
+
+    socket_dir = os.environ.get(PG_SOCKET_ENV)
+    if not socket_dir:
+        raise RuntimeError(f"{TEST_STORE_ENV}=postgresql but no cluster: {PG_SOCKET_ENV} is unset")
+    return create_database(Path(socket_dir), database_for(str(Path(state_dir).resolve())))
+
+
+def store_target(state_dir: Path) -> str | Path:
+    """What ``Store.open`` opens to see a test daemon's data on ``state_dir``."""
+    return store_url_for(state_dir) or Path(state_dir) / "echsd.db"
+
+
 def make_settings(state_dir: Path, base_url: str | None, **flags: Any) -> Settings:
-    """Daemon settings for tests: isolated state dir, no credentials, the given endpoint."""
+    """Daemon settings for tests: isolated state dir, no credentials, the given endpoint,
+    the suite's store (``store_url_for``)."""
     env = {"HOME": str(state_dir / "home"), "CODEX_HOME": str(state_dir / "no-codex")}
     values: dict[str, Any] = {"state_dir": str(state_dir)}
+    store = store_url_for(state_dir)
+    if store is not None:
+        values["store"] = store
     if base_url is not None:
         values.update(provider="openai", base_url=base_url)
     else:

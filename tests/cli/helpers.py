@@ -17,6 +17,8 @@ from typing import Any, AsyncIterator, Callable
 
 import trio
 
+from tests.helpers import store_url_for
+
 WAIT_S = 15.0
 BIN = Path(sys.executable).parent
 ECHS = str(BIN / "echs")
@@ -46,7 +48,9 @@ class Serve:
 
     def start(self) -> None:
         ready = threading.Event()
-        command = [ECHSD, "serve", "--provider", "mock", "--state-dir", str(self.state_dir), *self.extra]
+        store = store_url_for(self.state_dir)
+        flags = ["--store", store] if store is not None else []
+        command = [ECHSD, "serve", "--provider", "mock", "--state-dir", str(self.state_dir), *flags, *self.extra]
         self.process = process = subprocess.Popen(
             command, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
         )

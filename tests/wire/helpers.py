@@ -12,7 +12,7 @@ import msgpack
 import trio
 from trio_websocket import WebSocketConnection, wrap_client_stream
 
-from tests.helpers import make_settings
+from tests.helpers import make_settings, store_url_for
 
 WAIT_S = 15.0
 
@@ -129,6 +129,9 @@ class ServeProcess:
 
         env = {**os.environ, "ECHS_STATE_DIR": str(state_dir), "HOME": str(state_dir.parent), "CODEX_HOME": str(state_dir.parent / "no-codex")}
         env.pop("OPENAI_API_KEY", None)
+        store = store_url_for(state_dir)
+        if store is not None:
+            env["ECHS_STORE"] = store
         self.command = [sys.executable, "-c", "from echsd.cli.echsd_main import main; main()", "serve", "--provider", "mock", *extra]
         self.env = env
         self.lines: list[str] = []
