@@ -1,4 +1,4 @@
-"""Store benchmarks: durable event throughput and startup metadata load.
+"""Store benchmarks: durable event throughput (SQLite and PostgreSQL), startup metadata load.
 
 1. One trio task submits one ``Unit`` per ``turn.delta`` event as fast as it can
    (``await writer.put``); we report how fast it submits, how fast events become durable
@@ -9,8 +9,14 @@
 2. A database with 10,000 threads and 1,000,000 history items (plus a small event log per
    thread) is built once in a temp dir (build time reported apart), then we time
    ``Store.open`` + ``load_threads`` (target: well under 2 s), and ``last_seqs``.
+3. Part 1 again on PostgreSQL: a throwaway cluster started for the run (``initdb`` and
+   ``pg_ctl`` from ``/usr/lib/postgresql/15/bin``, unix socket, default durability:
+   fsync on, ``synchronous_commit=on``, so every commit waits for its WAL flush; SQLite's
+   ``synchronous=NORMAL`` in WAL mode is durable against a process crash, not a power
+   cut). Skipped, with the reason, where the binaries are missing.
 
-Options: ``--events=N``, ``--threads=N``, ``--items=N``, ``--quick`` (small sizes).
+Options: ``--events=N``, ``--threads=N``, ``--items=N``, ``--quick`` (small sizes),
+``--no-postgresql``.
 """
 
 from __future__ import annotations
@@ -195,6 +201,22 @@ def _startup_load(path: Path, opts: dict[str, int]) -> dict[str, Any]:
     }
 
 
+def _postgresql(opts: dict[str, int]) -> dict[str, Any]:
+    """Part 1 on a throwaway PostgreSQL cluster with default (full) durability."""
+    from tests.pgcluster import TempCluster, missing_reason
+
+    reason = missing_reason()
+    if reason:
+        return {"skipped": reason}
+    cluster = TempCluster(durable=True).start()
+    try:
+        flat_out = trio.run(_event_throughput, cluster.create_database("bench_flat"), opts["events"])
+        paced = trio.run(_event_throughput, cluster.create_database("bench_paced"), opts["events"], 40_000)
+    finally:
+        cluster.stop()
+    return {"event_throughput": flat_out, "event_latency_at_40k": paced}
+
+
 def main(argv: list[str]) -> dict[str, Any]:
     opts = _options(argv)
     with tempfile.TemporaryDirectory(prefix="echsd-bench-") as tmp:
@@ -203,12 +225,15 @@ def main(argv: list[str]) -> dict[str, Any]:
         paced = trio.run(_event_throughput, root / "paced" / "echsd.db", opts["events"], 40_000)
         alone = trio.run(_submitter_alone, root / "alone" / "echsd.db", opts["events"])
         startup = _startup_load(root / "startup" / "echsd.db", opts)
-    return {
+    results = {
         "event_throughput": flat_out,
         "event_latency_at_40k": paced,
         "submitter_baseline": alone,
         "startup_load": startup,
     }
+    if "--no-postgresql" not in argv:
+        results["postgresql"] = _postgresql(opts)
+    return results
 
 
 if __name__ == "__main__":
