@@ -151,3 +151,16 @@ async def test_update_plan_keeps_the_plan_on_the_thread(daemon: Any, workdir: Pa
     updated = watch.of_type("plan.updated")
     assert len(updated) == 1 and updated[0].data["steps"] == plan and updated[0].data["explanation"] == "three steps"
     assert daemon.service.get(tid)["plan"] == {"explanation": "three steps", "steps": plan}
+
+
+async def test_apply_patch_as_a_freeform_call(daemon: Any, workdir: Path, mock_upstream: Any) -> None:
+    (workdir / "notes.txt").write_text("old line\n")
+    tid = (await daemon.service.create(cwd=str(workdir), model="gpt-5.5"))["thread_id"]
+    _watch, [completed] = await run_turn(daemon, tid, {"name": "apply_patch", "input": PATCH})
+    assert completed["ok"] and completed["output"].startswith("Success.")
+    assert (workdir / "notes.txt").read_text() == "new line\n"
+    offered = {tool["name"]: tool for tool in mock_upstream.requests[0].body["tools"]}
+    assert offered["apply_patch"]["type"] == "custom" and offered["apply_patch"]["format"]["syntax"] == "lark"
+    sent = mock_upstream.requests[-1].body["input"]
+    assert sent[-2]["type"] == "custom_tool_call" and sent[-2]["input"] == PATCH
+    assert sent[-1] == {"type": "custom_tool_call_output", "call_id": sent[-2]["call_id"], "output": completed["output"]}

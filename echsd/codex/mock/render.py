@@ -197,6 +197,9 @@ class Renderer:
         yield EVENT, self._done(index, item)
 
     def _call(self, index: int, call: Call) -> Iterator[tuple[int, bytes]]:
+        if call.custom:
+            yield from self._custom_call(index, call)
+            return
         item_id = _new_id("fc_")
         call_id = call.call_id or _new_id("call_")
         base = {"id": item_id, "type": "function_call", "call_id": call_id, "name": call.name}
@@ -206,6 +209,18 @@ class Renderer:
         yield from self._deltas("response.function_call_arguments.delta", where, pieces)
         yield EVENT, self._event("response.function_call_arguments.done", {**where, "arguments": call.arguments})
         yield EVENT, self._done(index, {**base, "status": "completed", "arguments": call.arguments})
+
+    def _custom_call(self, index: int, call: Call) -> Iterator[tuple[int, bytes]]:
+        """A freeform tool call, as the API streams one: ``custom_tool_call_input`` deltas."""
+        item_id = _new_id("ctc_")
+        call_id = call.call_id or _new_id("call_")
+        base = {"id": item_id, "type": "custom_tool_call", "call_id": call_id, "name": call.name}
+        yield EVENT, self._event("response.output_item.added", {"output_index": index, "item": {**base, "status": "in_progress", "input": ""}})
+        where = {"item_id": item_id, "output_index": index}
+        pieces = split_even(call.arguments, 3) if call.arguments else []
+        yield from self._deltas("response.custom_tool_call_input.delta", where, pieces)
+        yield EVENT, self._event("response.custom_tool_call_input.done", {**where, "input": call.arguments})
+        yield EVENT, self._done(index, {**base, "status": "completed", "input": call.arguments})
 
     def _response(self, status: str, *, output: list[dict] | None = None, usage: dict | None = None, **extra: Any) -> dict:
         response = {

@@ -35,6 +35,7 @@ class Call:
     name: str
     arguments: str  # sent verbatim, so malformed JSON can be scripted
     call_id: str | None = None
+    custom: bool = False  # a freeform (custom tool) call: ``arguments`` is its raw ``input``
 
 
 @dataclass(frozen=True)
@@ -132,17 +133,21 @@ def _millis(value: Any, where: str) -> float:
 
 
 def _call(obj: Any, where: str) -> Call:
-    _expect(obj, dict, where, "an object with 'name' and 'arguments'")
-    unknown = set(obj) - {"name", "arguments", "call_id"}
+    _expect(obj, dict, where, "an object with 'name' and 'arguments' (or 'input' for a freeform call)")
+    unknown = set(obj) - {"name", "arguments", "input", "call_id"}
     if unknown:
         raise ScriptError(f"{where}: unknown call field {sorted(unknown)[0]!r}")
+    if "input" in obj and "arguments" in obj:
+        raise ScriptError(f"{where}: give 'arguments' (a function call) or 'input' (a freeform call), not both")
     name = _expect(obj.get("name"), str, f"{where}.name", "a string")
-    arguments = obj.get("arguments", {})
-    if not isinstance(arguments, str):
-        arguments = orjson.dumps(arguments).decode()
     call_id = obj.get("call_id")
     if call_id is not None:
         _expect(call_id, str, f"{where}.call_id", "a string")
+    if "input" in obj:
+        return Call(name, _expect(obj["input"], str, f"{where}.input", "a string"), call_id, custom=True)
+    arguments = obj.get("arguments", {})
+    if not isinstance(arguments, str):
+        arguments = orjson.dumps(arguments).decode()
     return Call(name, arguments, call_id)
 
 
