@@ -102,6 +102,7 @@ def thread_lines(thread: dict[str, Any], style: Style) -> list[str]:
         f"  cwd           {short_path(str(config.get('cwd', '-')))}",
         f"  model         {config.get('model', '-')}  (reasoning {config.get('reasoning', '-')})",
         f"  tools         {', '.join(config.get('tools') or []) or '-'}",
+        f"  policy        writes {config.get('writes', 'allow')}, approval {config.get('approval', 'never')}",
         f"  instructions  {one_line(instructions, 60)}" + style.dim(f"  ({len(instructions)} chars)"),
         f"  queued        {thread.get('queued', 0)}",
         f"  usage         {usage_line(thread.get('usage') or {})}",

@@ -148,7 +148,7 @@ def _summary(name: str, args: dict[str, Any]) -> str:
             found = recognise_shell_patch(cmd)
             text = found.patch if found is not None else ""
         changes = [f"{verb} {line.strip()[len(marker):].strip()}" for line in text.splitlines() for marker, verb in _PATCH_MARKERS if line.strip().startswith(marker)]
-        return "apply_patch: " + ("; ".join(changes) or "(no files)")
+        return "; ".join(changes) or "(no files)"
     return f"{name} {args}"[:500]
 
 

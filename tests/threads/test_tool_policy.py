@@ -111,7 +111,7 @@ async def test_on_write_asks_for_writes_only(daemon: Any, workdir: Path) -> None
     async with Watch(daemon, tid) as watch:
         await daemon.service.send(tid, mock_directive([{"calls": [patch_call()]}, {"text": "ok"}]))
         request = await _approval_requested(watch)
-        assert request["tool"] == "apply_patch" and request["summary"] == "apply_patch: update notes.txt"
+        assert request["tool"] == "apply_patch" and request["summary"] == "update notes.txt"
         daemon.service.respond_approval(request["request_id"], "approve")
         await watch.wait_type("turn.completed")
     assert (workdir / "notes.txt").read_text() == "new line\n"
