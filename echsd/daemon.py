@@ -84,7 +84,7 @@ class Daemon:
                     idle_timeout_s=settings.tuning.stream_idle_timeout_s,
                 )
                 tools = builtin_tools() | {tool.spec.name: tool for tool in self.extra_tools}
-                supervisor = Supervisor(store, client, tools, settings.tuning, default_model=settings.model)
+                supervisor = Supervisor(store, client, tools, settings.tuning, default_model=settings.model, agent_types=settings.agent_types)
                 await supervisor.load()
                 await root.start(supervisor.run)
                 self.service = ThreadService(supervisor, settings)

@@ -138,6 +138,18 @@ EVENT_TYPES: dict[str, EventSpec] = {
         {"call_id": "str", "turn_id": "str", "name": "str", "arguments": "object"},
         stored=False,
     ),
+    "subagent.spawned": EventSpec(
+        "This thread spawned a sub-agent (a child thread, through spawn_agent).",
+        {"agent_id": "the child's thread id", "agent_type": "str", "config": "the child's config"},
+    ),
+    "subagent.completed": EventSpec(
+        "A turn of one of this thread's children ended (or the child was killed while idle).",
+        {"agent_id": "str", "turn_id": "str or null", "status": "completed | interrupted | error | killed", "final_message": "str"},
+    ),
+    "turn.waiting": EventSpec(
+        "The turn waits for a free slot before it runs (too many sub-agent turns at once).",
+        {"turn_id": "str", "reason": "text"},
+    ),
     "history.pruned": EventSpec(
         "Items left the history (a broken response's partial output, reasoning another model cannot read).",
         {"items_before": "int", "items_after": "int", "reason": "text"},

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
+    from echsd.agent_types import AgentType
     from echsd.codex.catalog import ModelCatalog
 
 PROVIDERS = ("auto", "openai", "codex", "mock")
@@ -59,6 +60,7 @@ class Tuning:
 
     max_children: int = 16  # live children per thread
     max_depth: int = 4  # sub-agent nesting
+    max_running_subagents: int = 50  # sub-agent turns running at once, daemon-wide (more wait their turn)
     retained_deltas: int = 20_000  # stored delta events per thread before folding
     restart_limit: int = 5  # actor restarts allowed per restart_window_s
     restart_window_s: float = 60.0
@@ -86,6 +88,7 @@ class Settings:
     openai_project: str | None = None  # OPENAI_PROJECT: the OpenAI-Project header
     tuning: Tuning = field(default_factory=Tuning)
     catalog: ModelCatalog = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    agent_types: dict[str, AgentType] = field(default_factory=dict, repr=False, compare=False)
     store_url: str = field(repr=False, default="")  # sqlite:////abs/path or postgresql://...
     node_id: str = ""
 
@@ -256,7 +259,16 @@ def _tuning_from(table: Any, path: Path) -> Tuning:
     return Tuning(**values)
 
 
-_FILE_KEYS = {"listen", "provider", "base_url", "model", "allow_remote", "store", "node_id", "tuning", "models"}
+_FILE_KEYS = {"listen", "provider", "base_url", "model", "allow_remote", "store", "node_id", "tuning", "models", "agent_types"}
+
+
+def _agent_types_from(table: Any, path: Path) -> dict[str, AgentType]:
+    from echsd.agent_types import AgentTypeError, load_agent_types
+
+    try:
+        return load_agent_types(table, str(path))
+    except AgentTypeError as exc:
+        raise SettingsError(f"invalid setting {exc}") from None
 
 
 def _catalog_from(table: Any, path: Path) -> ModelCatalog:
@@ -378,6 +390,7 @@ def load_settings(
         openai_project=env.get("OPENAI_PROJECT") or None,
         tuning=_tuning_from(file_values.get("tuning"), config_path),
         catalog=catalog,
+        agent_types=_agent_types_from(file_values.get("agent_types"), config_path),
         store_url=store_url,
         node_id=node_id,
     )

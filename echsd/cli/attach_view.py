@@ -218,10 +218,10 @@ class AttachView:
         if kind == "events.gap":
             return [s.dim(f"… events {data.get('from_seq')}..{data.get('to_seq')} not shown ({data.get('reason')})")]
         if kind == "subagent.spawned":
-            return [s(f"↳ spawned {data.get('child_id')} ({data.get('agent_type')})", fg="magenta")]
+            return [s(f"↳ spawned {data.get('agent_id')} ({data.get('agent_type')})", fg="magenta")]
         if kind == "subagent.completed":
-            final = one_line(str(data.get("final_text", "")), self.width - 40)
-            return [s(f"↳ {data.get('child_id')} {data.get('status')}: ", fg="magenta") + final]
+            final = one_line(str(data.get("final_message", "")), self.width - 40)
+            return [s(f"↳ {data.get('agent_id')} {data.get('status')}: ", fg="magenta") + final]
         return [s.dim(f"{kind}: {one_line(summary(event), self.width - len(kind) - 2)}")]
 
     def _tool_done(self, data: dict[str, Any]) -> list[str]:

@@ -20,11 +20,13 @@ from echsd.codex import ModelError
 from echsd.errors import Conflict, EchsError, Internal, UpstreamError
 from echsd.logs import get_logger
 from echsd.store import Unit, ops, queries
+from echsd.threads.agents import ThreadAgents
 from echsd.threads.config import ConfigRules, ThreadConfig
 from echsd.threads.core import ThreadCore
 from echsd.threads.effects import Effects, Park, TurnState
 from echsd.threads.inputs import PendingInput
 from echsd.threads.mailbox import Reply, Request, error_reply
+from echsd.threads.providers import RemoteProviders
 from echsd.threads.record import ThreadRecord
 from echsd.threads.services import ActorServices
 from echsd.threads.state import parse_mode
@@ -32,7 +34,7 @@ from echsd.threads.turn import run_turn
 from echsd.threads.turnhost import ActorTurnHost
 from echsd.tools.capabilities import Peer, ThreadCapabilities
 from echsd.tools.registry import ToolRegistry
-from echsd.tools.remote import RemoteTool, remote_specs
+
 from echsd.tools.sessions import ExecSessionManager
 
 log = get_logger(__name__)
@@ -46,14 +48,23 @@ class ThreadActor:
         self.record = record
         self.services = services
         self.tools = ToolRegistry(services.builtins)
+        self.providers = RemoteProviders(record.thread_id, self.tools, services.remote_calls)
         self.sessions = ExecSessionManager(record.thread_id)
-        self.caps = ThreadCapabilities(sessions=self.sessions, plan=_Plan(self))
+        agents = ThreadAgents(
+            record.thread_id,
+            services.tree,
+            lambda: self.core.config,
+            services.agent_types,
+            self.adopt_child,
+            self._emit,
+            services.catalog,
+        )
+        self.caps = ThreadCapabilities(sessions=self.sessions, plan=_Plan(self), agents=agents)
         self.parked: dict[str, list[tuple[Reply, Park]]] = {}  # turn id -> replies waiting for its end
         self._nursery: trio.Nursery | None = None
         self._receive_scope: trio.CancelScope | None = None
         self._turn_scope: trio.CancelScope | None = None
         self._compaction_scope: trio.CancelScope | None = None
-        self._providers: set[int] = set()  # connections whose remote tools this thread offers
 
     @property
     def core(self) -> ThreadCore:
@@ -192,7 +203,14 @@ class ThreadActor:
         )
         status, error = "error", {"code": "internal", "message": "the turn was cancelled"}
         with scope:
-            status, error = await run_turn(host)
+            if self.core.parent is not None:  # a sub-agent's turn takes one of the daemon's slots
+                slots = self.services.subagent_slots
+                if slots.available_tokens == 0:
+                    await self._emit("turn.waiting", {"turn_id": turn.turn_id, "reason": f"{slots.total_tokens} sub-agent turns are running (max_running_subagents)"})
+                async with slots:
+                    status, error = await run_turn(host)
+            else:
+                status, error = await run_turn(host)
         with trio.CancelScope(shield=True):
             await self.log.ready()
             effects = self.core.finish_turn(status, error)
@@ -215,6 +233,11 @@ class ThreadActor:
             await self.sessions.turn_ended(turn_id, interrupted)
         if state in ("paused", "killed") or reason == "shutdown" or self.core.stopping:
             await self.sessions.close(f"the thread was {state}" if state in ("paused", "killed") else "the daemon is stopping")
+
+    async def _emit(self, event_type: str, data: dict[str, Any]) -> None:
+        """An event that changes no state (e.g. ``subagent.spawned``) on this thread's log."""
+        await self.log.ready()
+        self.log.emit_one(event_type, data)
 
     async def _start_next(self) -> None:
         await self.log.ready()  # no checkpoint when the writer has room
@@ -319,38 +342,30 @@ class ThreadActor:
     async def op_register_tools(self, reply: Reply, specs: Any, peer: Peer) -> dict[str, Any]:
         """Offer a client's tools to this thread's model while the client stays connected."""
         self.core.check_alive()
-        checked = remote_specs(specs)
-        for spec, _timeout in checked:
-            existing = self.tools.get(spec.name)
-            if existing is not None and not (isinstance(existing, RemoteTool) and existing.peer.peer_id == peer.peer_id):
-                owner = "another client" if isinstance(existing, RemoteTool) else "the daemon (a built-in)"
-                raise Conflict(f"thread {self.thread_id} has a tool named {spec.name!r} already, provided by {owner}")
-        for spec, timeout_s in checked:
-            self.tools.put(RemoteTool(spec, peer, self.services.remote_calls, timeout_s))
-        if peer.peer_id not in self._providers:
-            self._providers.add(peer.peer_id)
-            peer.on_close(lambda: self._withdraw(peer.peer_id))
-        return {"thread_id": self.thread_id, "registered": [spec.name for spec, _ in checked]}
-
-    def _withdraw(self, peer_id: int) -> None:
-        """The client left: its tools are no longer offered (its pending calls fail apart)."""
-        self._providers.discard(peer_id)
-        for tool in self.tools.own():
-            if isinstance(tool, RemoteTool) and tool.peer.peer_id == peer_id:
-                self.tools.remove(tool.spec.name)
+        return self.providers.register(specs, peer)
 
     async def op_adopt_child(self, reply: Reply, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Create a child of this thread: the parent's mailbox orders it against a kill."""
+        return await self.adopt_child(params)
+
+    async def adopt_child(self, params: Mapping[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Create a child of this thread. From the mailbox (``thread.create {parent}``) or
+        from the turn (``spawn_agent``): either way the check that the thread is not being
+        killed and the registration happen with no checkpoint in between."""
         tree = self.services.tree
         self.core.check_accepts_children()
         config = tree.build_config(params)
         await self.log.ready()
         self.core.check_accepts_children()
         tree.check_room_for_child(self.thread_id)
-        record, unit = tree.register_thread(config, self.thread_id)
+        record, unit = tree.register_thread(config, self.thread_id, extra)
         self.core.add_child(record.thread_id)
         await unit.wait()
         return record.to_object()
+
+    async def op_child_finished(self, reply: Reply, data: dict[str, Any]) -> None:
+        """A sub-agent's turn ended: tell this thread's clients (``subagent.completed``)."""
+        if self.core.alive:
+            await self._emit("subagent.completed", data)
 
 
 class _Plan:
@@ -376,4 +391,5 @@ OPS: dict[str, Callable[..., Awaitable[Any]]] = {
     "compact": ThreadActor.op_compact,
     "adopt_child": ThreadActor.op_adopt_child,
     "register_tools": ThreadActor.op_register_tools,
+    "child_finished": ThreadActor.op_child_finished,
 }

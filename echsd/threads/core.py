@@ -137,6 +137,25 @@ class ThreadCore(ControlDecisions, TurnDecisions):
         return len(self.inputs)
 
     @property
+    def work_status(self) -> str:
+        """Where the thread's work stands, as a parent waiting on it sees it: ``running``
+        (a turn runs, or waiting input will start one), ``paused``, ``killed``, else how its
+        last turn ended (``completed``, ``interrupted``, ``error``), or ``idle`` if it never ran."""
+        if self.state is ThreadState.KILLED:
+            return "killed"
+        if self.state is ThreadState.RUNNING or (self.state is ThreadState.IDLE and self.queued):
+            return "running"
+        if self.state is ThreadState.PAUSED:
+            return "paused"
+        last = self.extra.get("last_turn") or {}
+        return str(last.get("status") or "idle")
+
+    @property
+    def final_text(self) -> str:
+        """The last assistant message of the last finished turn."""
+        return str((self.extra.get("last_turn") or {}).get("final_text") or "")
+
+    @property
     def has_steers(self) -> bool:
         return bool(self.inputs.steering)
 
@@ -174,6 +193,8 @@ class ThreadCore(ControlDecisions, TurnDecisions):
             data["compacting"] = True
         if self.extra.get("plan"):
             data["plan"] = self.extra["plan"]
+        if self.extra.get("agent_type"):
+            data["agent_type"] = self.extra["agent_type"]
         return data
 
     def previous_ack(self, client_msg_id: str) -> dict[str, Any] | None:

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
 
+import trio
+
+from echsd.agent_types import AgentType
 from echsd.codex import ModelCatalog, ResponsesClient
 from echsd.settings import Tuning
 from echsd.store import Store, Unit
@@ -22,15 +25,28 @@ from echsd.tools.remote import RemoteCalls
 
 
 class ThreadTree(Protocol):
+    """The supervisor, as actors (and their sub-agents API) use it."""
+
     def build_config(self, params: Mapping[str, Any]) -> ThreadConfig:
         """A new thread's config from ``thread.create`` params (``BadRequest`` if invalid)."""
 
     def check_room_for_child(self, parent_id: str) -> None:
         """Refuse a child beyond the depth or children limits."""
 
-    def register_thread(self, config: ThreadConfig, parent: str | None) -> tuple[ThreadRecord, Unit]:
+    def register_thread(self, config: ThreadConfig, parent: str | None, extra: dict[str, Any] | None = None) -> tuple[ThreadRecord, Unit]:
         """Create and register a thread now (sync; the writer has room): its record and the
         unit announcing it (``thread.created``)."""
+
+    def record(self, thread_id: Any) -> ThreadRecord: ...
+
+    def descendants(self, thread_id: str) -> list[str]: ...
+
+    async def call(self, thread_id: str, op: str, timeout_s: float = ..., **params: Any) -> Any: ...
+
+    async def kill(self, thread_id: str) -> dict[str, Any]: ...
+
+    def on_turn_finished(self, listener: Callable[[str, TurnEnd | None], None]) -> Callable[[], None]:
+        """``listener(thread_id, end)`` after each turn's end (``end`` None: killed while idle)."""
 
 
 @dataclass(frozen=True)
@@ -45,3 +61,5 @@ class ActorServices:
     catalog: ModelCatalog
     limits: AccountLimits
     remote_calls: RemoteCalls
+    agent_types: Mapping[str, AgentType]
+    subagent_slots: trio.CapacityLimiter  # sub-agent turns running at once, daemon-wide

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 
 import trio
 
+from echsd.agent_types import SHIPPED, AgentType
 from echsd.codex import ResponsesClient
 from echsd.errors import (
     EchsError,
@@ -51,11 +52,20 @@ from echsd.tools.remote import RemoteCalls
 
 log = get_logger(__name__)
 
-TurnListener = Callable[[str, TurnEnd], None]
+TurnListener = Callable[[str, TurnEnd | None], None]
 
 
 class Supervisor:
-    def __init__(self, store: Store, client: ResponsesClient, builtins: Mapping[str, Tool], tuning: Tuning, *, default_model: str) -> None:
+    def __init__(
+        self,
+        store: Store,
+        client: ResponsesClient,
+        builtins: Mapping[str, Tool],
+        tuning: Tuning,
+        *,
+        default_model: str,
+        agent_types: Mapping[str, AgentType] | None = None,
+    ) -> None:
         self.store = store
         self.tuning = tuning
         self.default_model = default_model
@@ -74,6 +84,8 @@ class Supervisor:
             catalog=client.catalog,
             limits=self.limits,
             remote_calls=self.remote_calls,
+            agent_types=dict(agent_types or SHIPPED),
+            subagent_slots=trio.CapacityLimiter(max(1, tuning.max_running_subagents)),
         )
         self._turn_listeners: list[TurnListener] = []
         self._nursery: trio.Nursery | None = None
@@ -175,7 +187,8 @@ class Supervisor:
     # ---- turns -----------------------------------------------------------------------
 
     def on_turn_finished(self, listener: TurnListener) -> Callable[[], None]:
-        """Call ``listener(thread_id, end)`` after every turn's closing unit has committed.
+        """Call ``listener(thread_id, end)`` after every turn's closing unit has committed,
+        and ``listener(thread_id, None)`` when a thread is killed with no turn running.
 
         Listeners must not block or raise (one that raises is logged and removed). Returns
         a function that removes the listener.
@@ -183,19 +196,52 @@ class Supervisor:
         self._turn_listeners.append(listener)
         return lambda: self._turn_listeners.remove(listener) if listener in self._turn_listeners else None
 
-    def _turn_finished(self, thread_id: str, end: TurnEnd) -> None:
+    def _turn_finished(self, thread_id: str, end: TurnEnd | None) -> None:
         for listener in list(self._turn_listeners):
             try:
                 listener(thread_id, end)
             except Exception:
                 log.exception("turn listener failed; removing it", thread_id=thread_id)
                 self._turn_listeners.remove(listener)
+        self._tell_parent(thread_id, end)
+
+    def _tell_parent(self, thread_id: str, end: TurnEnd | None) -> None:
+        """A sub-agent's turn ended: its parent gets ``subagent.completed`` (through its
+        actor, which logs it), whether or not anyone waits."""
+        record = self.records.get(thread_id)
+        parent = self.records.get(record.core.parent or "") if record is not None else None
+        if record is None or parent is None or not parent.core.alive or parent.failed or self._closing:
+            return
+        data = {
+            "agent_id": thread_id,
+            "turn_id": end.turn_id if end is not None else None,
+            "status": end.status if end is not None else "killed",
+            "final_message": end.final_text if end is not None else "",
+        }
+        request = Request("child_finished", {"data": data})
+        try:
+            self.ensure_actor(parent)
+            parent.mailbox_send.send_nowait(request)
+        except trio.WouldBlock:
+            assert self._nursery is not None
+            self._nursery.start_soon(parent.mailbox_send.send, request)
+        except Unavailable:
+            pass
 
     # ---- the thread tree (ThreadTree, for the actors) --------------------------------
 
     def build_config(self, params: Mapping[str, Any]) -> ThreadConfig:
         rules = ConfigRules(known_tools=list(self.services.builtins), catalog=self.services.catalog)
         return new_config(params, default_model=self.default_model, default_tools=default_tool_names(self.services.builtins), rules=rules)
+
+    def descendants(self, thread_id: str) -> list[str]:
+        found: list[str] = []
+        frontier = list(self.records[thread_id].core.children)
+        while frontier:
+            child = frontier.pop()
+            found.append(child)
+            frontier.extend(self.records[child].core.children)
+        return found
 
     def depth(self, thread_id: str) -> int:
         depth, core = 0, self.records[thread_id].core
@@ -211,11 +257,11 @@ class Supervisor:
         if len(live) >= self.tuning.max_children:
             raise InvalidState(f"thread {parent_id} has {len(live)} live children; the limit is max_children={self.tuning.max_children}")
 
-    def register_thread(self, config: ThreadConfig, parent: str | None) -> tuple[ThreadRecord, Unit]:
+    def register_thread(self, config: ThreadConfig, parent: str | None, extra: dict[str, Any] | None = None) -> tuple[ThreadRecord, Unit]:
         if self._closing:
             raise Unavailable("the daemon is shutting down: no new threads")
         thread_id = new_thread_id()
-        core = ThreadCore(thread_id, parent=parent, created_at=time.time(), state=ThreadState.IDLE, config=config)
+        core = ThreadCore(thread_id, parent=parent, created_at=time.time(), state=ThreadState.IDLE, config=config, extra=extra)
         record = ThreadRecord(core, ThreadLog(thread_id, self.store.writer, 0))
         self.records[thread_id] = record
         unit = record.log.emit_one("thread.created", {"thread": record.to_object()}, ops.upsert_thread(core.to_row()))
@@ -249,8 +295,10 @@ class Supervisor:
         record = self.records[thread_id]
         if record.core.alive:
             try:
-                await self.call(thread_id, "kill", reason=reason)
+                answer = await self.call(thread_id, "kill", reason=reason)
                 killed.append(thread_id)
+                if not answer.get("turn_id"):  # killed while idle: no turn end reports it
+                    self._turn_finished(thread_id, None)
             except InvalidState:
                 pass  # killed meanwhile
             except EchsError as exc:

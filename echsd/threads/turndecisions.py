@@ -135,6 +135,8 @@ class TurnDecisions:
             self.inputs.requeue_steers(fx)
             self.state = transition(self.state, Trigger.TURN_END_PAUSED if reason == "pause" else Trigger.TURN_END)
             fx.emit("thread.state", {"state": self.state.value})
+        # What a parent waiting on this thread reads (kept with the thread: restarts keep it).
+        self.extra["last_turn"] = {"turn_id": turn.turn_id, "status": status, "reason": reason, "final_text": turn.final_text}
         fx.statements.append(ops.upsert_thread(self.to_row()))
         fx.turn_end = TurnEnd(turn.turn_id, status, reason, error, turn.final_text, self.state.value)
         return fx

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from echsd.tools.agents import AGENT_TOOLS
 from echsd.tools.apply_patch import ApplyPatchTool
 from echsd.tools.base import Tool
 from echsd.tools.exec_command import ExecCommand
@@ -22,7 +23,7 @@ from echsd.tools.write_stdin import WriteStdin
 
 
 def builtin_tools() -> dict[str, Tool]:
-    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile(), ListDir(), GrepFiles(), ViewImage(), UpdatePlan()]
+    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile(), ListDir(), GrepFiles(), ViewImage(), UpdatePlan(), *AGENT_TOOLS]
     return {tool.spec.name: tool for tool in tools}
 
 

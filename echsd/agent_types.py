@@ -1,0 +1,89 @@
+"""Kinds of sub-agents a thread can spawn (``spawn_agent {agent_type}``).
+
+An agent type says what a child gets unless ``spawn_agent`` says otherwise: a model, a
+reasoning effort, instructions, and a tool set. Anything a type leaves unset comes from the
+parent. The shipped types can be changed, and new ones added, in ``config.toml``::
+
+    [agent_types.explorer]
+    reasoning = "minimal"
+    tools = ["read_file", "list_dir", "grep_files"]
+
+    [agent_types.reviewer]
+    description = "reads a change and lists its problems"
+    model = "gpt-5.5"
+    instructions = "Review the change you are given. ..."
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Mapping
+
+READ_ONLY = ("read_file", "list_dir", "grep_files", "view_image", "update_plan", "blackboard_read", "blackboard_write", "blackboard_wait")
+SUBAGENT_INSTRUCTIONS = (
+    "You are a sub-agent working for another agent, on the user's machine in {{cwd}}. Do the task you are "
+    "given, using the tools, and finish with a short report of what you found or did: it is all your parent "
+    "reads. Share findings other agents need on the blackboard."
+)
+
+
+@dataclass(frozen=True)
+class AgentType:
+    name: str
+    description: str
+    model: str | None = None  # None: the parent's
+    reasoning: str | None = None  # None: the parent's (or the model's default if it does not fit)
+    instructions: str | None = None  # None: SUBAGENT_INSTRUCTIONS
+    tools: tuple[str, ...] | None = None  # None: the parent's (a child never gets more than its parent)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "model": self.model,
+            "reasoning": self.reasoning,
+            "tools": list(self.tools) if self.tools is not None else None,
+        }
+
+
+SHIPPED: dict[str, AgentType] = {
+    t.name: t
+    for t in (
+        AgentType("default", "the parent's model, reasoning and tools"),
+        AgentType("explorer", "looks around quickly and reports; changes nothing", reasoning="low", tools=READ_ONLY),
+        AgentType("worker", "does a well-scoped piece of the work; may change files and run commands"),
+        AgentType("research", "thinks hard about a question; reads, changes nothing", reasoning="high", tools=READ_ONLY),
+        AgentType("simple", "small, quick tasks", reasoning="low"),
+    )
+}
+
+
+class AgentTypeError(ValueError):
+    """A bad ``[agent_types.NAME]`` table; the message names the field."""
+
+
+def load_agent_types(table: Any, where: str) -> dict[str, AgentType]:
+    """The shipped types with ``config.toml``'s ``[agent_types.NAME]`` tables merged in."""
+    types = dict(SHIPPED)
+    if table is None:
+        return types
+    if not isinstance(table, Mapping):
+        raise AgentTypeError(f"'agent_types' in {where}: expected a table of tables")
+    for name, fields in table.items():
+        if not isinstance(fields, Mapping):
+            raise AgentTypeError(f"'agent_types.{name}' in {where}: expected a table")
+        base = types.get(name, AgentType(name, f"the {name} agent"))
+        values: dict[str, Any] = {}
+        for key, value in fields.items():
+            if key in ("description", "model", "reasoning", "instructions"):
+                if not isinstance(value, str) or not value.strip():
+                    raise AgentTypeError(f"'agent_types.{name}.{key}' in {where}: expected a non-empty string")
+                values[key] = value
+            elif key == "tools":
+                if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+                    raise AgentTypeError(f"'agent_types.{name}.tools' in {where}: expected a list of tool names")
+                values[key] = tuple(value)
+            else:
+                raise AgentTypeError(f"unknown setting 'agent_types.{name}.{key}' in {where}")
+        types[name] = replace(base, **values)
+    return types

@@ -1,0 +1,165 @@
+"""Sub-agents of one thread (``AgentsApi``): spawn, talk to, wait for, kill, list.
+
+A child is created through its parent's actor (``adopt``, the tree's one authority), gets
+its config from an agent type, explicit options and the parent (never a looser tool policy
+or more tools than the parent has), and starts on its first message at once. A parent may
+steer, wait for and kill only its own descendants. ``wait`` is woken by the supervisor's
+turn-finished callback the moment a child's turn ends (no polling), honours its timeout
+exactly, and is cancelled with the parent's turn.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
+
+import trio
+
+from echsd.agent_types import SUBAGENT_INSTRUCTIONS, AgentType
+from echsd.errors import BadRequest, EchsError
+from echsd.threads.config import APPROVALS, WRITES, EffortCatalog, ThreadConfig
+from echsd.threads.effects import TurnEnd
+from echsd.tools.base import ToolError
+
+if TYPE_CHECKING:
+    from echsd.threads.services import ThreadTree
+
+Adopt = Callable[[Mapping[str, Any], dict[str, Any]], Awaitable[dict[str, Any]]]  # (params, extra) -> thread object
+Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+def stricter(first: str, second: str, order: Sequence[str]) -> str:
+    return first if order.index(first) >= order.index(second) else second
+
+
+def agent_view(tree: ThreadTree, agent_id: str) -> dict[str, Any]:
+    core = tree.record(agent_id).core
+    return {
+        "agent_id": agent_id,
+        "agent_type": core.extra.get("agent_type"),
+        "state": core.state.value,
+        "status": core.work_status,
+        "final_message": core.final_text,
+    }
+
+
+class ThreadAgents:
+    def __init__(
+        self,
+        thread_id: str,
+        tree: ThreadTree,
+        parent_config: Callable[[], ThreadConfig],
+        agent_types: Mapping[str, AgentType],
+        adopt: Adopt,
+        emit: Emit,
+        catalog: EffortCatalog,
+    ) -> None:
+        self.thread_id = thread_id
+        self._catalog = catalog
+        self._tree = tree
+        self._config = parent_config
+        self._types = agent_types
+        self._adopt = adopt
+        self._emit = emit
+
+    # ---- AgentsApi ------------------------------------------------------------------------
+
+    async def spawn(self, message: str, options: Mapping[str, Any]) -> str:
+        agent_type = str(options.get("agent_type") or "default")
+        if agent_type not in self._types:
+            raise ToolError(f"unknown agent_type {agent_type!r}; known: {', '.join(sorted(self._types))}")
+        params = self._child_params(self._types[agent_type], options)
+        try:
+            child = await self._adopt(params, {"agent_type": agent_type})
+        except EchsError as exc:  # limits, a bad model or effort, a parent being killed
+            raise ToolError(f"cannot spawn an agent: {exc.message}") from None
+        agent_id = str(child["thread_id"])
+        await self._emit("subagent.spawned", {"agent_id": agent_id, "agent_type": agent_type, "config": child["config"]})
+        await self._tree.call(agent_id, "send", text=message, mode="send", client_msg_id=None)
+        return agent_id
+
+    async def send(self, agent_id: str, message: str, mode: str) -> dict[str, Any]:
+        self._check_own(agent_id)
+        try:
+            ack: dict[str, Any] = await self._tree.call(agent_id, "send", text=message, mode=mode, client_msg_id=None)
+        except EchsError as exc:
+            raise ToolError(f"cannot send to {agent_id}: {exc.message}") from None
+        return ack
+
+    async def wait(self, agent_ids: Sequence[str], timeout_s: float | None, mode: str) -> dict[str, Any]:
+        wanted = list(dict.fromkeys(agent_ids))
+        for agent_id in wanted:
+            self._check_own(agent_id)
+        changed = trio.Event()
+
+        def on_change(thread_id: str, _end: TurnEnd | None) -> None:
+            if thread_id in wanted:
+                changed.set()
+
+        remove = self._tree.on_turn_finished(on_change)
+        try:
+            with trio.move_on_after(timeout_s if timeout_s is not None else float("inf")) as timer:
+                while not self._settled(wanted, mode):
+                    await changed.wait()
+                    changed = trio.Event()
+        finally:
+            remove()
+        return {"agents": [agent_view(self._tree, agent_id) for agent_id in wanted], "timed_out": timer.cancelled_caught}
+
+    async def kill(self, agent_id: str) -> dict[str, Any]:
+        self._check_own(agent_id)
+        try:
+            return await self._tree.kill(agent_id)
+        except EchsError as exc:
+            raise ToolError(f"cannot kill {agent_id}: {exc.message}") from None
+
+    def list(self) -> list[dict[str, Any]]:
+        return [agent_view(self._tree, child) for child in self._tree.record(self.thread_id).core.children]
+
+    # ---- helpers --------------------------------------------------------------------------
+
+    def _settled(self, agent_ids: Sequence[str], mode: str) -> bool:
+        done = [agent_id for agent_id in agent_ids if self._tree.record(agent_id).core.work_status != "running"]
+        return bool(done) if mode == "any" else len(done) == len(agent_ids)
+
+    def _check_own(self, agent_id: str) -> None:
+        if agent_id not in self._tree.descendants(self.thread_id):
+            raise ToolError(f"{agent_id!r} is not one of your agents (only your own sub-agents and theirs)")
+
+    def _child_params(self, agent_type: AgentType, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The child's config: explicit options, else the agent type, else the parent; its
+        tool policy never looser, its tools never more, than the parent's."""
+        parent = self._config()
+        tools = options.get("tools")
+        if tools is not None:
+            if not isinstance(tools, (list, tuple)) or not all(isinstance(name, str) for name in tools):
+                raise ToolError("tools must be a list of tool names")
+            extra_tools = sorted(set(tools) - set(parent.tools))
+            if extra_tools:
+                raise ToolError(f"a sub-agent cannot have tools its parent lacks: {', '.join(extra_tools)}")
+        elif agent_type.tools is not None:  # a preset narrows the parent's tools
+            tools = [name for name in agent_type.tools if name in parent.tools]
+        else:
+            tools = parent.tools
+        policy = {}
+        for key, order, current in (("writes", WRITES, parent.writes), ("approval", APPROVALS, parent.approval)):
+            asked = options.get(key) or current
+            if asked not in order:
+                raise ToolError(f"{key} must be one of {', '.join(order)}")
+            policy[key] = stricter(str(asked), current, order)
+        model = str(options.get("model") or agent_type.model or parent.model)
+        params: dict[str, Any] = {
+            "cwd": parent.cwd,
+            "model": model,
+            "instructions": options.get("instructions") or agent_type.instructions or SUBAGENT_INSTRUCTIONS,
+            "tools": list(tools),
+            **policy,
+        }
+        if options.get("reasoning") is not None:
+            params["reasoning"] = options["reasoning"]  # asked for: checked against the model, strictly
+        else:
+            inherited = agent_type.reasoning or parent.reasoning
+            try:
+                params["reasoning"] = self._catalog.validate_effort(model, inherited)
+            except BadRequest:
+                pass  # the type's or the parent's effort does not fit this model: its default
+        return params

@@ -1,0 +1,163 @@
+"""Sub-agents through the real tool loop: spawned in parallel, waited for (all, any, with a
+timeout, interrupted), killed with their parent, refused beyond a limit, and only one's own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import pytest
+import trio
+
+from tests.helpers import Watch, check_thread_invariants, mock_directive
+from tests.threads.test_control import processes_with, unique_sleep
+from tests.tools.exec_helpers import wait_until
+from tests.wire.helpers import start_daemon, stop_daemon
+
+
+def child_task(name: str, text: str, delay_ms: int = 20, words: int = 10) -> str:
+    """A sub-agent's first message: it scripts the child's reply (slow enough to overlap)."""
+    reply = " ".join([text] + [f"w{i}" for i in range(words)])
+    return f"{name}\n" + mock_directive({"text": reply, "deltas": words + 1, "delay_ms": delay_ms})
+
+
+def spawn(message: str, **options: Any) -> dict[str, Any]:
+    return {"name": "spawn_agent", "arguments": {"message": message, **options}}
+
+
+def wait(**arguments: Any) -> dict[str, Any]:
+    return {"name": "wait_agents", "arguments": arguments}
+
+
+def outputs(watch: Watch, name: str) -> list[Any]:
+    found = []
+    for event in watch.of_type("tool.completed"):
+        if event.data["name"] == name:
+            text = event.data["output"]
+            found.append(json.loads(text) if text.startswith("{") else text)
+    return found
+
+
+async def parent_turn(daemon: Any, workdir: Path, steps: list[dict[str, Any]], **create: Any) -> tuple[str, Watch]:
+    tid = (await daemon.service.create(cwd=str(workdir), **create))["thread_id"]
+    async with Watch(daemon, tid) as watch:
+        await daemon.service.send(tid, mock_directive(steps))
+        await watch.wait_for(lambda e: e.type in ("turn.completed", "turn.error", "turn.interrupted"), timeout=30)
+    return tid, watch
+
+
+async def turn_span(daemon: Any, thread_id: str) -> tuple[float, float]:
+    async with Watch(daemon, thread_id) as watch:
+        done = await watch.wait_type("turn.completed")
+    return watch.of_type("turn.started")[0].ts, done.ts
+
+
+async def test_three_children_in_parallel_and_their_answers_reach_the_parent(daemon: Any, workdir: Path, mock_upstream: Any) -> None:
+    spawns = [spawn(child_task(f"task {name}", f"answer-{name}")) for name in "abc"]
+    tid, watch = await parent_turn(daemon, workdir, [{"calls": spawns}, {"calls": [wait()]}, {"text": "all three answered"}])
+    agents = [result["agent_id"] for result in outputs(watch, "spawn_agent")]
+    assert len(agents) == 3 and daemon.service.get(tid)["children"] == sorted(agents, key=daemon.service.get(tid)["children"].index)
+    spans = [await turn_span(daemon, agent) for agent in agents]
+    assert max(start for start, _ in spans) < min(end for _, end in spans), f"the children's turns did not overlap: {spans}"
+    [waited] = outputs(watch, "wait_agents")
+    assert waited["timed_out"] is False
+    assert {a["agent_id"]: a["status"] for a in waited["agents"]} == dict.fromkeys(agents, "completed")
+    answers = sorted(a["final_message"].split()[0] for a in waited["agents"])
+    assert answers == ["answer-a", "answer-b", "answer-c"]
+    sent = json.dumps(mock_upstream.requests[-1].body["input"])  # the parent's last model request
+    assert all(f"answer-{name}" in sent for name in "abc")
+    spawned = watch.of_type("subagent.spawned")
+    assert sorted(e.data["agent_id"] for e in spawned) == sorted(agents)
+    for agent in agents:
+        shown = daemon.service.get(agent)
+        assert shown["parent"] == tid and shown["agent_type"] == "default" and shown["config"]["cwd"] == str(workdir)
+    async with Watch(daemon, tid) as again:
+        completed = await again.wait_count("subagent.completed", 3)
+    assert sorted(e.data["agent_id"] for e in completed) == sorted(agents)
+    await check_thread_invariants(daemon, tid)
+
+
+async def test_wait_any_returns_on_the_first_completion(daemon: Any, workdir: Path) -> None:
+    quick, slow = child_task("quick", "fast", delay_ms=1, words=2), child_task("slow", "late", delay_ms=300, words=20)
+    _tid, watch = await parent_turn(daemon, workdir, [{"calls": [spawn(quick), spawn(slow)]}, {"calls": [wait(mode="any")]}, {"text": "ok"}])
+    [waited] = outputs(watch, "wait_agents")
+    statuses = sorted(a["status"] for a in waited["agents"])
+    assert statuses == ["completed", "running"] and not waited["timed_out"]
+
+
+async def test_wait_honours_its_timeout(daemon: Any, workdir: Path) -> None:
+    slow = child_task("slow", "late", delay_ms=300, words=20)
+    _tid, watch = await parent_turn(daemon, workdir, [{"calls": [spawn(slow)]}, {"calls": [wait(timeout_ms=300)]}, {"text": "ok"}])
+    [waited] = outputs(watch, "wait_agents")
+    assert waited["timed_out"] is True and waited["agents"][0]["status"] == "running"
+    completed = [e for e in watch.of_type("tool.completed") if e.data["name"] == "wait_agents"][0]
+    assert 250 <= completed.data["duration_ms"] < 2000
+
+
+async def test_interrupting_a_waiting_parent_stops_the_wait_and_spares_the_children(daemon: Any, workdir: Path) -> None:
+    slow = child_task("slow", "late", delay_ms=100, words=30)
+    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    async with Watch(daemon, tid) as watch:
+        await daemon.service.send(tid, mock_directive([{"calls": [spawn(slow)]}, {"calls": [wait(timeout_ms=600_000)]}, {"text": "x"}]))
+        await watch.wait_for(lambda e: e.type == "tool.started" and e.data["name"] == "wait_agents")
+        started = trio.current_time()
+        assert (await daemon.service.interrupt(tid))["interrupted"] is True
+        assert trio.current_time() - started < 1.0
+    child = daemon.service.get(tid)["children"][0]
+    assert daemon.service.get(child)["state"] == "running"  # an interrupt does not kill children
+    async with Watch(daemon, child) as child_watch:
+        await child_watch.wait_type("turn.completed", timeout=30)
+
+
+async def test_killing_the_parent_kills_every_descendant(daemon: Any, workdir: Path) -> None:
+    sleep = unique_sleep()
+    grandchild_script = mock_directive([{"calls": [{"name": "exec_command", "arguments": {"cmd": sleep, "yield_time_ms": 30000}}]}, {"text": "x"}])
+    child_script = "delegate\n" + mock_directive([{"calls": [spawn("sleep a while\n" + grandchild_script)]}, {"calls": [wait()]}, {"text": "x"}])
+    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    async with Watch(daemon, tid) as watch:
+        await daemon.service.send(tid, mock_directive([{"calls": [spawn(child_script)]}, {"calls": [wait()]}, {"text": "x"}]))
+        await watch.wait_for(lambda e: e.type == "tool.started" and e.data["name"] == "wait_agents")
+        await wait_until(lambda: processes_with(sleep.split()[1]))  # the grandchild's command runs
+        killed = await daemon.service.kill(tid)
+    child = daemon.service.get(tid)["children"][0]
+    grandchild = daemon.service.get(child)["children"][0]
+    assert sorted(killed["killed"]) == sorted([tid, child, grandchild])
+    for thread_id in killed["killed"]:
+        shown = daemon.service.get(thread_id)
+        assert shown["state"] == "killed" and shown["active_turn"] is None
+    await wait_until(lambda: not processes_with(sleep.split()[1]))
+
+
+async def test_spawning_beyond_the_limit_is_a_clear_tool_error(limited: Any, workdir: Path) -> None:
+    spawns = [spawn(child_task(f"t{i}", f"a{i}", delay_ms=1, words=1)) for i in range(3)]
+    _tid, watch = await parent_turn(limited, workdir, [{"calls": spawns}, {"text": "ok"}])
+    results = outputs(watch, "spawn_agent")
+    errors = [r for r in results if isinstance(r, str)]
+    assert len(errors) == 1 and "cannot spawn an agent" in errors[0] and "max_children=2" in errors[0]
+
+
+async def test_only_ones_own_agents(daemon: Any, workdir: Path) -> None:
+    stranger = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    steps = [{"calls": [{"name": "kill_agent", "arguments": {"agent_id": stranger}}, {"name": "send_to_agent", "arguments": {"agent_id": stranger, "message": "hi"}}]}, {"text": "ok"}]
+    _tid, watch = await parent_turn(daemon, workdir, steps)
+    for output in [e.data["output"] for e in watch.of_type("tool.completed")]:
+        assert "is not one of your agents" in output
+    assert daemon.service.get(stranger)["state"] == "idle"
+
+
+async def test_a_sub_agent_gets_no_more_than_its_parent(daemon: Any, workdir: Path) -> None:
+    steps = [{"calls": [spawn("x", tools=["exec_command"]), spawn(child_task("t", "a", 1, 1), agent_type="explorer")]}, {"text": "ok"}]
+    tid, watch = await parent_turn(daemon, workdir, steps, tools=["read_file", "list_dir", "spawn_agent", "wait_agents"], writes="dry-run")
+    [refused] = [r for r in outputs(watch, "spawn_agent") if isinstance(r, str)]
+    [spawned] = [r for r in outputs(watch, "spawn_agent") if isinstance(r, dict)]
+    assert "cannot have tools its parent lacks: exec_command" in refused
+    child = daemon.service.get(spawned["agent_id"])["config"]
+    assert child["writes"] == "dry-run" and set(child["tools"]) <= {"read_file", "list_dir", "spawn_agent", "wait_agents"}
+
+
+@pytest.fixture
+async def limited(tmp_path: Path, mock_upstream: Any, nursery: trio.Nursery) -> AsyncIterator[Any]:
+    daemon = await start_daemon(nursery, tmp_path / "state", mock_upstream.base_url, tcp=False, tuning={"max_children": 2})
+    yield daemon
+    await stop_daemon(daemon)
