@@ -2,8 +2,16 @@
 
 Precedence: command-line flags > environment variables > ``<state>/config.toml`` >
 defaults. ``load_settings`` validates everything up front; any problem raises
-``SettingsError`` whose message is one line naming the setting, which ``echsd serve``
-prints before exiting.
+``SettingsError`` whose message is one line naming the setting, where it came from (the
+flag, the variable or the file) and what was expected, which ``echsd serve`` prints
+before exiting. Values in the file must have their TOML type (``allow_remote = "yes"``
+is refused); flags and environment variables are text and are parsed. Every ``[tuning]``
+knob has a range outside which some part of the daemon stops working (a zero idle
+timeout fails every turn, a 10-byte frame limit refuses every request).
+
+The state dir's unix socket is always listened on unless ``unix_socket = false``
+(``ECHS_UNIX_SOCKET=0``): ``echs`` finds the daemon there, so ``listen = "tcp://..."``
+adds a door instead of hiding the daemon. Listing some other ``unix://`` path replaces it.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import os
 import re
 import socket
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urlsplit
@@ -54,23 +62,36 @@ class ListenAddress:
         return self.kind == "unix" or is_loopback_host(self.host or "")
 
 
+DAY_S = 86_400.0
+MIB = 1024 * 1024
+
+
+def _knob(default: Any, low: float, high: float, *, off: bool = False) -> Any:
+    """A ``[tuning]`` field with its accepted range (``off``: 0 is also accepted, meaning off)."""
+    return field(default=default, metadata={"range": (low, high), "off": off})
+
+
 @dataclass(frozen=True)
 class Tuning:
-    """Knobs read only from config.toml's ``[tuning]`` table (no flag or env)."""
+    """Knobs read only from config.toml's ``[tuning]`` table (no flag or env).
 
-    max_children: int = 16  # live children per thread
-    max_depth: int = 4  # sub-agent nesting
-    max_running_subagents: int = 50  # sub-agent turns running at once, daemon-wide (more wait their turn)
-    retained_deltas: int = 20_000  # stored delta events per thread before folding
-    restart_limit: int = 5  # actor restarts allowed per restart_window_s
-    restart_window_s: float = 60.0
-    stream_idle_timeout_s: float = 300.0
-    max_retries: int = 5
-    tool_timeout_s: float = 600.0
-    approval_timeout_s: float = 600.0  # an unanswered approval request is denied after this
-    max_message_bytes: int = 16 * 1024 * 1024
-    client_queue_events: int = 10_000  # per-connection backlog before events.gap
-    heartbeat_s: float = 15.0
+    A knob added without ``_knob`` accepts any non-negative value of its type."""
+
+    max_children: int = _knob(16, 0, 1000)  # live children per thread
+    max_depth: int = _knob(4, 0, 100)  # sub-agent nesting
+    max_running_subagents: int = _knob(50, 1, 10_000)  # sub-agent turns running at once, daemon-wide (more wait their turn)
+    retained_deltas: int = _knob(20_000, 10, 10**9)  # stored delta events per thread before folding
+    restart_limit: int = _knob(5, 0, 1000)  # actor restarts allowed per restart_window_s
+    restart_window_s: float = _knob(60.0, 1.0, DAY_S)
+    stream_idle_timeout_s: float = _knob(300.0, 1.0, DAY_S)
+    max_retries: int = _knob(5, 0, 100)
+    tool_timeout_s: float = _knob(600.0, 1.0, 7 * DAY_S)
+    approval_timeout_s: float = _knob(600.0, 0.1, 7 * DAY_S)  # an unanswered approval request is denied after this
+    max_message_bytes: int = _knob(16 * MIB, 64 * 1024, 256 * MIB)  # wire frame limit, both ways (the client takes 256 MiB)
+    client_queue_events: int = _knob(10_000, 100, 10**7)  # per-connection backlog before events.gap
+    client_queue_bytes: int = _knob(32 * MIB, 1 * MIB, 1024 * MIB)  # ... and its size
+    heartbeat_s: float = _knob(15.0, 0.05, 3600.0, off=True)
+    hello_timeout_s: float = _knob(10.0, 0.1, 300.0)  # connect to a good hello, or the connection is closed
 
 
 @dataclass(frozen=True)
@@ -131,12 +152,13 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-def parse_listen(url: str, state_dir: Path) -> ListenAddress:
+def parse_listen(url: str, state_dir: Path, where: str = "--listen") -> ListenAddress:
+    """``where`` names the source in errors (``--listen``, ``setting 'listen' in FILE``)."""
     url = url.strip()
     if url.startswith("unix://"):
         path = url[len("unix://") :]
         if not path:
-            raise SettingsError(f"invalid --listen {url!r}: unix:// needs a socket path")
+            raise SettingsError(f"invalid {where} {url!r}: unix:// needs a socket path")
         return ListenAddress("unix", path=Path(path).expanduser())
     if url.startswith(("tcp://", "ws://")):
         rest = url.split("://", 1)[1].rstrip("/")
@@ -144,15 +166,15 @@ def parse_listen(url: str, state_dir: Path) -> ListenAddress:
             rest = rest[: -len("/v1")]
         host, sep, port_text = rest.rpartition(":")
         if not sep or not host:
-            raise SettingsError(f"invalid --listen {url!r}: expected tcp://HOST:PORT")
+            raise SettingsError(f"invalid {where} {url!r}: expected tcp://HOST:PORT")
         try:
             port = int(port_text)
         except ValueError:
-            raise SettingsError(f"invalid --listen {url!r}: port {port_text!r} is not a number") from None
+            raise SettingsError(f"invalid {where} {url!r}: port {port_text!r} is not a number") from None
         if not 0 <= port <= 65535:
-            raise SettingsError(f"invalid --listen {url!r}: port out of range")
+            raise SettingsError(f"invalid {where} {url!r}: port out of range")
         return ListenAddress("tcp", host=host.strip("[]"), port=port)
-    raise SettingsError(f"invalid --listen {url!r}: expected unix://PATH or tcp://HOST:PORT")
+    raise SettingsError(f"invalid {where} {url!r}: expected unix://PATH or tcp://HOST:PORT")
 
 
 SQLITE_SCHEME = "sqlite://"
@@ -242,24 +264,38 @@ def _tuning_from(table: Any, path: Path) -> Tuning:
     if table is None:
         return Tuning()
     if not isinstance(table, dict):
-        raise SettingsError(f"invalid setting 'tuning' in {path}: expected a table")
-    defaults = Tuning()
+        raise SettingsError(f"invalid setting 'tuning' in {path}: expected a table (got {table!r})")
+    knobs = {knob.name: knob for knob in fields(Tuning)}
     values: dict[str, Any] = {}
     for key, value in table.items():
-        if not hasattr(defaults, key):
-            raise SettingsError(f"unknown setting 'tuning.{key}' in {path}")
-        expected = type(getattr(defaults, key))
-        if expected is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, expected) or isinstance(value, bool) or value < 0:
-            raise SettingsError(
-                f"invalid setting 'tuning.{key}' in {path}: expected a non-negative {expected.__name__}"
-            )
-        values[key] = value
+        knob = knobs.get(key)
+        if knob is None:
+            raise SettingsError(f"unknown setting 'tuning.{key}' in {path}; known: {', '.join(knobs)}")
+        values[key] = _tuning_value(f"'tuning.{key}' in {path}", knob.type, knob.metadata, value)
     return Tuning(**values)
 
 
-_FILE_KEYS = {"listen", "provider", "base_url", "model", "allow_remote", "store", "node_id", "tuning", "models", "agent_types"}
+def _tuning_value(where: str, type_name: Any, metadata: Mapping[str, Any], value: Any) -> Any:
+    """A ``[tuning]`` value of the knob's type and within its range, or ``SettingsError``."""
+    is_float = type_name in (float, "float")
+    kind = "a number" if is_float else "an integer"
+    low, high = metadata.get("range", (0, None))
+    span = f" from {_number(low)} to {_number(high)}" if high is not None else " >= 0"
+    expected = f"{'0 (off) or ' if metadata.get('off') else ''}{kind}{span}"
+    number = isinstance(value, int) or (is_float and isinstance(value, float))
+    if isinstance(value, bool) or not number:
+        raise SettingsError(f"invalid setting {where}: expected {expected} (got {value!r})")
+    in_range = low <= value and (high is None or value <= high)
+    if not in_range and not (metadata.get("off") and value == 0):
+        raise SettingsError(f"invalid setting {where}: expected {expected} (got {value!r})")
+    return float(value) if is_float else value
+
+
+def _number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
+_FILE_KEYS = {"listen", "provider", "base_url", "model", "allow_remote", "unix_socket", "store", "node_id", "tuning", "models", "agent_types"}
 
 
 def _agent_types_from(table: Any, path: Path) -> dict[str, AgentType]:
@@ -290,6 +326,18 @@ def load_catalog_setting(flags: Mapping[str, Any] | None = None, env: Mapping[st
     return _catalog_from(_read_config_file(config_path).get("models"), config_path)
 
 
+@dataclass(frozen=True)
+class _Given:
+    """A setting's value and where it came from (for errors)."""
+
+    value: Any
+    where: str  # "from --model", "from ECHS_MODEL", "in /state/config.toml"
+    typed: bool  # True for the config file, whose values keep their TOML type
+
+    def invalid(self, name: str, expected: str) -> SettingsError:
+        return SettingsError(f"invalid setting {name!r} {self.where}: expected {expected} (got {self.value!r})")
+
+
 def load_settings(
     flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
 ) -> Settings:
@@ -297,7 +345,7 @@ def load_settings(
 
     ``flags`` holds only options given on the command line (None means not given):
     ``state_dir``, ``listen`` (list), ``provider``, ``base_url``, ``model``, ``allow_remote``,
-    ``store``, ``node_id``.
+    ``unix_socket``, ``store``, ``node_id``.
     """
     flags = {k: v for k, v in (flags or {}).items() if v not in (None, (), [])}
     env = dict(os.environ if env is None else env)
@@ -307,40 +355,33 @@ def load_settings(
     file_values = _read_config_file(config_path)
     for key in file_values:
         if key not in _FILE_KEYS:
-            raise SettingsError(f"unknown setting {key!r} in {config_path}")
+            raise SettingsError(f"unknown setting {key!r} in {config_path}; known: {', '.join(sorted(_FILE_KEYS))}")
 
-    def pick(name: str, env_name: str) -> Any:
+    def pick(name: str, env_name: str) -> _Given | None:
         if name in flags:
-            return flags[name]
+            return _Given(flags[name], f"from --{name.replace('_', '-')}", typed=False)
         if env.get(env_name):
-            return env[env_name]
-        return file_values.get(name)
+            return _Given(env[env_name], f"from {env_name}", typed=False)
+        if name in file_values:
+            return _Given(file_values[name], f"in {config_path}", typed=True)
+        return None
 
-    listen_raw = pick("listen", "ECHS_LISTEN")
-    if listen_raw is None:
-        listen_urls: list[str] = [f"unix://{state_dir / 'echsd.sock'}"]
-    elif isinstance(listen_raw, str):
-        listen_urls = [part for part in listen_raw.replace(",", " ").split() if part]
-    elif isinstance(listen_raw, (list, tuple)) and all(isinstance(u, str) for u in listen_raw):
-        listen_urls = list(listen_raw)
-    else:
-        raise SettingsError("invalid setting 'listen': expected a URL or a list of URLs")
-    if not listen_urls:
-        raise SettingsError("invalid setting 'listen': no address given")
-
-    allow_remote_raw = pick("allow_remote", "ECHS_ALLOW_REMOTE")
-    allow_remote = _parse_bool(allow_remote_raw, "allow_remote") if allow_remote_raw is not None else False
-
-    listen = tuple(parse_listen(url, state_dir) for url in listen_urls)
+    allow_remote = _bool_setting(pick("allow_remote", "ECHS_ALLOW_REMOTE"), "allow_remote", default=False)
+    listen = _listen_setting(pick("listen", "ECHS_LISTEN"), state_dir)
+    if not any(address.kind == "unix" for address in listen) and _bool_setting(pick("unix_socket", "ECHS_UNIX_SOCKET"), "unix_socket", default=True):
+        listen = (*listen, ListenAddress("unix", path=state_dir / "echsd.sock"))
+    if not listen:
+        raise SettingsError("invalid setting 'unix_socket': without the unix socket, give a listen address (tcp://127.0.0.1:PORT)")
     for address in listen:
         if not address.is_loopback and not allow_remote:
             raise SettingsError(
                 f"refusing to listen on non-loopback address {address}: pass --allow-remote to allow it"
             )
 
-    requested = pick("provider", "ECHS_PROVIDER") or "auto"
-    if not isinstance(requested, str) or requested not in PROVIDERS:
-        raise SettingsError(f"invalid setting 'provider': {requested!r} is not one of {', '.join(PROVIDERS)}")
+    given = pick("provider", "ECHS_PROVIDER")
+    requested = "auto" if given is None else given.value
+    if given is not None and (not isinstance(requested, str) or requested not in PROVIDERS):
+        raise given.invalid("provider", f"one of {', '.join(PROVIDERS)}")
 
     api_key = env.get("OPENAI_API_KEY") or None
     home = codex_home(env)
@@ -350,31 +391,33 @@ def load_settings(
             f"invalid setting 'provider': codex needs a ChatGPT login in {home / 'auth.json'} (run `codex login`)"
         )
 
-    base_url = pick("base_url", "ECHS_BASE_URL")
-    if base_url is not None:
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise SettingsError(f"invalid setting 'base_url': {base_url!r} is not an http(s) URL")
-        base_url = base_url.rstrip("/")
-    elif provider in DEFAULT_BASE_URLS:
-        base_url = DEFAULT_BASE_URLS[provider]
+    given = pick("base_url", "ECHS_BASE_URL")
+    base_url: str | None
+    if given is not None:
+        if not isinstance(given.value, str) or not given.value.startswith(("http://", "https://")):
+            raise given.invalid("base_url", "an http(s) URL")
+        base_url = given.value.rstrip("/")
+    else:
+        base_url = DEFAULT_BASE_URLS.get(provider)
 
     if provider == "openai" and not api_key and base_url == DEFAULT_BASE_URLS["openai"]:
         raise SettingsError("invalid setting 'provider': openai needs OPENAI_API_KEY (or --base-url for a local endpoint)")
 
-    model = pick("model", "ECHS_MODEL") or DEFAULT_MODELS[provider]
-    if not isinstance(model, str) or not model.strip():
-        raise SettingsError(f"invalid setting 'model': {model!r}")
+    given = pick("model", "ECHS_MODEL")
+    model = DEFAULT_MODELS[provider] if given is None else given.value
+    if given is not None and (not isinstance(model, str) or not model.strip() or len(model) > MAX_MODEL_CHARS):
+        raise given.invalid("model", f"a non-empty string of at most {MAX_MODEL_CHARS} characters")
     catalog = _catalog_from(file_values.get("models"), config_path)
     catalog.get(model)  # an unknown default model is announced once, at start
 
-    store = pick("store", "ECHS_STORE")
-    if store is not None and not isinstance(store, str):
-        raise SettingsError("invalid setting 'store': expected a URL")
-    store_url = parse_store(store or f"{SQLITE_SCHEME}/{state_dir / 'echsd.db'}", state_dir)
-    node_id = pick("node_id", "ECHS_NODE_ID")
-    if node_id is not None and not isinstance(node_id, str):
-        raise SettingsError("invalid setting 'node_id': expected a name")
-    node_id = parse_node_id(node_id) if node_id else default_node_id()
+    given = pick("store", "ECHS_STORE")
+    if given is not None and not isinstance(given.value, str):
+        raise given.invalid("store", "a URL (sqlite:///PATH or postgresql://...)")
+    store_url = parse_store(given.value if given is not None else f"{SQLITE_SCHEME}/{state_dir / 'echsd.db'}", state_dir)
+    given = pick("node_id", "ECHS_NODE_ID")
+    if given is not None and not isinstance(given.value, str):
+        raise given.invalid("node_id", "a name")
+    node_id = parse_node_id(given.value) if given is not None and given.value else default_node_id()
 
     return Settings(
         state_dir=state_dir,
@@ -396,11 +439,37 @@ def load_settings(
     )
 
 
-def _parse_bool(value: Any, name: str) -> bool:
+MAX_MODEL_CHARS = 256
+
+
+def _listen_setting(given: _Given | None, state_dir: Path) -> tuple[ListenAddress, ...]:
+    if given is None:
+        return ()
+    raw = given.value
+    if isinstance(raw, str) and not given.typed:
+        urls = [part for part in raw.replace(",", " ").split() if part]
+    elif isinstance(raw, str):
+        urls = [raw]
+    elif isinstance(raw, (list, tuple)) and all(isinstance(url, str) for url in raw):
+        urls = list(raw)
+    else:
+        raise given.invalid("listen", "a URL or a list of URLs")
+    if not urls:
+        raise given.invalid("listen", "at least one address")
+    where = "--listen" if given.where == "from --listen" else f"setting 'listen' {given.where}:"
+    return tuple(parse_listen(url, state_dir, where) for url in urls)
+
+
+def _bool_setting(given: _Given | None, name: str, *, default: bool) -> bool:
+    if given is None:
+        return default
+    value = given.value
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on"):
-        return True
-    if isinstance(value, str) and value.lower() in ("0", "false", "no", "off", ""):
-        return False
-    raise SettingsError(f"invalid setting {name!r}: {value!r} is not a boolean")
+    if not given.typed and isinstance(value, str):
+        if value.lower() in ("1", "true", "yes", "on"):
+            return True
+        if value.lower() in ("0", "false", "no", "off", ""):
+            return False
+        raise given.invalid(name, "a boolean (1/0, true/false, yes/no, on/off)")
+    raise given.invalid(name, "a boolean (true or false, without quotes)")

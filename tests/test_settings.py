@@ -137,3 +137,54 @@ def test_serve_names_an_unreachable_store_in_one_line(tmp_path: Path) -> None:
     assert "s3cret-pass" not in result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("echsd: cannot use the PostgreSQL store postgresql://echs:***@/echs"), result.stderr
+
+
+@pytest.mark.parametrize(
+    ("file_text", "message"),
+    [
+        ("[tuning]\nstream_idle_timeout_s = 0\n", "'tuning.stream_idle_timeout_s' in {file}: expected a number from 1 to 86,400 (got 0)"),
+        ("[tuning]\nmax_message_bytes = 10\n", "'tuning.max_message_bytes' in {file}: expected an integer from 65,536 to 268,435,456 (got 10)"),
+        ("[tuning]\nmax_message_bytes = 1e9\n", "'tuning.max_message_bytes' in {file}: expected an integer"),
+        ("[tuning]\ntool_timeout_s = \"10\"\n", "'tuning.tool_timeout_s' in {file}: expected a number from 1 to 604,800 (got '10')"),
+        ("[tuning]\nheartbeat_s = 0.001\n", "expected 0 (off) or a number from 0.05 to 3,600 (got 0.001)"),
+        ("[tuning]\nclient_queue_events = true\n", "'tuning.client_queue_events' in {file}: expected an integer"),
+        ('allow_remote = "yes"\n', "'allow_remote' in {file}: expected a boolean (true or false, without quotes) (got 'yes')"),
+        ("model = 42\n", "'model' in {file}: expected a non-empty string of at most 256 characters (got 42)"),
+        ('model = ""\n', "'model' in {file}: expected a non-empty string"),
+        ('provider = "gemini"\n', "'provider' in {file}: expected one of auto, openai, codex, mock (got 'gemini')"),
+        ("listen = 5\n", "'listen' in {file}: expected a URL or a list of URLs (got 5)"),
+        ('listen = "http://x"\n', "invalid setting 'listen' in {file}: 'http://x': expected unix://PATH or tcp://HOST:PORT"),
+        ('unix_socket = "no"\n', "'unix_socket' in {file}: expected a boolean"),
+        ("unix_socket = false\n", "without the unix socket, give a listen address"),
+    ],
+)
+def test_file_settings_that_would_break_every_turn_name_the_file_key_and_type(tmp_path: Path, file_text: str, message: str) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "config.toml").write_text(file_text)
+    with pytest.raises(SettingsError) as info:
+        load_settings({"state_dir": str(state)}, env_for(tmp_path))
+    assert message.format(file=state / "config.toml") in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_text_from_flags_and_environment_is_parsed(tmp_path: Path) -> None:
+    assert load_settings({"listen": ["tcp://0.0.0.0:8000"]}, env_for(tmp_path, ECHS_ALLOW_REMOTE="yes")).allow_remote
+    with pytest.raises(SettingsError, match="'allow_remote' from ECHS_ALLOW_REMOTE: expected a boolean"):
+        load_settings({}, env_for(tmp_path, ECHS_ALLOW_REMOTE="maybe"))
+    with pytest.raises(SettingsError, match="'provider' from --provider: expected one of"):
+        load_settings({"provider": "gemini"}, env_for(tmp_path))
+    assert load_settings({}, env_for(tmp_path, ECHS_MODEL="gpt-x")).model == "gpt-x"
+
+
+def test_tcp_in_the_config_keeps_the_unix_socket_unless_it_is_disabled(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "config.toml").write_text('listen = "tcp://127.0.0.1:7777"\n[tuning]\nheartbeat_s = 0\n')
+    settings = load_settings({"state_dir": str(state)}, env_for(tmp_path))
+    assert [str(a) for a in settings.listen] == ["tcp://127.0.0.1:7777", f"unix://{state / 'echsd.sock'}"]
+    assert settings.tuning.heartbeat_s == 0.0  # 0: off
+    (state / "config.toml").write_text('listen = ["tcp://127.0.0.1:7777"]\nunix_socket = false\n')
+    assert [str(a) for a in load_settings({"state_dir": str(state)}, env_for(tmp_path)).listen] == ["tcp://127.0.0.1:7777"]
+    other = load_settings({"state_dir": str(state), "listen": [f"unix://{tmp_path / 'other.sock'}"]}, env_for(tmp_path))
+    assert [str(a) for a in other.listen] == [f"unix://{tmp_path / 'other.sock'}"]  # a unix socket named: exactly that

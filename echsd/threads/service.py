@@ -8,18 +8,24 @@ Anything that changes a thread goes to its actor through the supervisor.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable, Sequence, TypeVar
+
+import orjson
 
 from echsd import __version__
 from echsd.errors import BadRequest
 from echsd.settings import Settings
-from echsd.store import queries
+from echsd.store import Gap, queries
 from echsd.threads.state import ThreadState
 from echsd.threads.supervisor import Supervisor
 from echsd.tools.capabilities import Peer
 from echsd.tools.process import containment_name
 
 MAX_EVENTS_PER_READ = 10_000
+MAX_PAGE_ITEMS = 10_000  # thread.history / thread.list pages
+EVENTS_PER_STORE_READ = 1000  # a page of thread.events is read in chunks, up to its byte budget
+ENVELOPE_BYTES = 128  # an event's envelope around its stored data, at most
+T = TypeVar("T")
 
 
 class ThreadService:
@@ -52,9 +58,17 @@ class ThreadService:
     async def create(self, **params: Any) -> dict[str, Any]:
         return await self.supervisor.create_thread(params)
 
-    def list(self) -> list[dict[str, Any]]:
+    @property
+    def page_bytes(self) -> int:
+        """What one page may hold: half the frame limit, leaving room for the envelope."""
+        return self.settings.tuning.max_message_bytes // 2
+
+    def list(self, offset: int | None = None, limit: int | None = None) -> list[dict[str, Any]] | dict[str, Any]:
+        """Every thread, oldest first; with ``offset``/``limit``, one page (see ``page_of``)."""
         records = sorted(self.supervisor.records.values(), key=lambda r: r.core.created_at)
-        return [record.to_object() for record in records]
+        if offset is None and limit is None:
+            return [record.to_object() for record in records]
+        return page_of(records, offset, limit, self.page_bytes, lambda record: record.to_object())
 
     def get(self, thread_id: str) -> dict[str, Any]:
         return self.supervisor.record(thread_id).to_object()
@@ -84,9 +98,12 @@ class ThreadService:
     async def kill(self, thread_id: str) -> dict[str, Any]:
         return await self.supervisor.kill(thread_id)
 
-    async def history(self, thread_id: str) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = await self.supervisor.call(thread_id, "history")
-        return result
+    async def history(self, thread_id: str, offset: int | None = None, limit: int | None = None) -> list[dict[str, Any]] | dict[str, Any]:
+        """The thread's items; with ``offset``/``limit``, one page (see ``page_of``)."""
+        items: list[dict[str, Any]] = await self.supervisor.call(thread_id, "history")
+        if offset is None and limit is None:
+            return items
+        return page_of(items, offset, limit, self.page_bytes, lambda item: item)
 
     async def compact(self, thread_id: str) -> dict[str, Any]:
         result: dict[str, Any] = await self.supervisor.call(thread_id, "compact", timeout_s=300.0)
@@ -114,5 +131,43 @@ class ThreadService:
         if limit is not None and limit <= 0:
             raise BadRequest("limit must be positive")
         limit = min(limit or MAX_EVENTS_PER_READ, MAX_EVENTS_PER_READ)
-        entries = await self.store.read(lambda conn: queries.read_events(conn, thread_id, since, limit))
-        return [entry.envelope() for entry in entries]
+        budget = self.page_bytes
+        page: list[dict[str, Any]] = []
+        size = 0
+        after = since
+        while len(page) < limit:
+            chunk = min(EVENTS_PER_STORE_READ, limit - len(page))
+            rows = await self.store.read(lambda conn, after=after, chunk=chunk: queries.read_event_rows(conn, thread_id, after, chunk))
+            for row in rows:
+                if isinstance(row, Gap):
+                    size += ENVELOPE_BYTES
+                    page.append(row.envelope())
+                    after = row.to_seq
+                    continue
+                size += ENVELOPE_BYTES + len(row[4])
+                if page and size > budget:
+                    return page  # the byte budget: the client reads on from the last seq
+                page.append(queries.event_from_row(row).envelope())
+                after = row[1]
+            if len(rows) < chunk:
+                break
+        return page
+
+
+def page_of(entries: Sequence[T], offset: int | None, limit: int | None, budget: int, build: Callable[[T], Any]) -> dict[str, Any]:
+    """``{items, offset, next_offset, total}``: from ``offset``, at most ``limit`` built
+    items, stopping before their JSON size would pass ``budget`` (at least one item);
+    ``next_offset`` is None after the last page."""
+    offset = offset or 0
+    limit = min(limit or MAX_PAGE_ITEMS, MAX_PAGE_ITEMS)
+    items: list[Any] = []
+    size = 0
+    position = offset
+    while position < len(entries) and len(items) < limit:
+        item = build(entries[position])
+        size += len(orjson.dumps(item))
+        if items and size > budget:
+            break
+        items.append(item)
+        position += 1
+    return {"items": items, "offset": offset, "next_offset": position if position < len(entries) else None, "total": len(entries)}

@@ -45,11 +45,18 @@ Failures raise `WireError` with `.code` (a code below, or `unavailable`,
 - On TCP the `Host` header must name a loopback address or `localhost`, else HTTP 403
   (DNS-rebinding defence). On the unix socket any `Host` is accepted.
 - Any path other than `/v1` gets HTTP 404.
+- A connection over the daemon's limit gets HTTP 503 naming it. Connections get a share
+  of the daemon's file-descriptor limit (`RLIMIT_NOFILE`); the rest is kept for its own
+  work. Each transport has a quota of connections that have not said `hello` yet: past
+  it, the oldest of them is closed to make room.
 
 ## Frames
 
 Every frame is a **binary** frame holding one MessagePack map; each message is at most
-16 MiB (`[tuning] max_message_bytes`); a bigger one closes the connection with code 1009.
+16 MiB (`[tuning] max_message_bytes`), and at most 4 KiB until `hello` has succeeded
+(wait for its answer before sending anything big); a bigger one closes the connection
+with code 1009. The daemon's answers keep to the same limit: one that would exceed it
+is refused with `too_large` (`thread.history` and `thread.list` can be read in pages).
 
 - Request: `{"id": <int>, "op": "<name>", "params": {...}}` (`params` may be omitted
   when empty; other top-level keys are refused).
@@ -57,9 +64,12 @@ Every frame is a **binary** frame holding one MessagePack map; each message is a
   `{"id": <int>, "ok": false, "error": {"code": "<snake_case>", "message": "<text>"}}`.
 - Frame-level errors (text frame, undecodable bytes, not a map, `id` not an integer) are
   answered with `"id": null` and code `bad_request`; the connection stays open.
-- Params are checked before anything happens: an unknown param, a missing required one
-  or a wrong type is a `bad_request` naming the field; an optional param given as `null`
-  counts as not given.
+- Params are checked before anything happens: an unknown param, a missing required one,
+  a wrong type, a value over its limit (text, names and paths have sizes, seqs fit in 63
+  bits) or maps and arrays nested more than 32 deep is a `bad_request` naming the field
+  and the limit; an optional param given as `null` counts as not given.
+- A client that asks without reading gets no further answers: requests wait while a
+  frame limit's worth of answers is unsent.
 - Requests on one connection are answered in order, except ops marked *background*
   (answered when done; later requests do not wait for them).
 
@@ -69,7 +79,8 @@ The first request must be `hello` with `{"protocol": 1, "token": "<token>"}`. Th
 is in `<state>/token` (mode 0600; `echsd token` prints it, `echsd token --rotate` replaces
 it: new connections need the new token, open ones keep working). Anything else first,
 a wrong token or an unsupported protocol gets error `unauthorized` and the connection is
-closed (close code 1008).
+closed (close code 1008). So does a connection that has not said `hello` within
+`[tuning] hello_timeout_s` (10 s) of connecting.
 
 ## Events
 
@@ -85,7 +96,7 @@ Without `since` only live events are sent. Subscriptions are per connection; `*`
 and a thread's own subscription may overlap (each event is still sent once).
 
 Backpressure: each connection's backlog is bounded (`[tuning] client_queue_events`,
-default 10,000 events). A client that falls further behind loses its queued events; it
+default 10,000 events, and `client_queue_bytes`, default 32 MiB). A client that falls further behind loses its queued events; it
 then gets, per thread, one `events.gap` with `data.reason = "backpressure"` and the
 missed range `from_seq..to_seq` (its own `seq` is `from_seq - 1`), after which live
 delivery resumes. Re-read the range with `thread.events` (`since = from_seq - 1`) or

@@ -7,6 +7,7 @@ an HTTP refusal (or ``None`` to accept) out.
   a DNS-rebinding page reaches 127.0.0.1 under a foreign name and is turned away here.
   On the unix socket any Host is fine (only local processes can connect).
 - Only the path ``/v1`` exists (404 otherwise).
+- A connection over the daemon's limit gets 503 (``over_capacity_response``).
 """
 
 from __future__ import annotations
@@ -44,3 +45,17 @@ def check_handshake(path: str, host: str | None, headers: list[tuple[bytes, byte
     if path.split("?", 1)[0] != PATH:
         return Refusal(404, f"no such path; the protocol lives at {PATH}")
     return None
+
+
+def over_capacity_response(limit: int) -> bytes:
+    """The whole HTTP answer to a connection over the daemon's limit, sent before reading
+    its request (clients report the status and body: ``handshake_refused``)."""
+    body = f"echsd has too many connections open (its limit is {limit}); try again later\n".encode()
+    head = (
+        "HTTP/1.1 503 Service Unavailable\r\n"
+        "Content-Type: text/plain; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "Retry-After: 1\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    return head.encode() + body

@@ -5,12 +5,16 @@ Theory of operation. The event hub calls us synchronously after each store commi
 calls ``take`` whenever something is pending, sends the frames it gets, and calls
 ``take`` again; a ``take`` therefore means "the writer has drained what it took before".
 
-- Responses are never dropped (the request loop bounds them by waiting for room).
-- Events are bounded by ``max_events`` while the writer is busy sending, i.e. while the
-  client is behind. While the writer is idle, a burst up to ``BURST_FACTOR`` times that
-  is accepted: the store publishes a whole commit batch (often more than 10,000 events)
-  in one synchronous call before the writer can run, and that alone says nothing about
-  the client's speed. On overflow every queued event is dropped and its seq range
+- Responses are never dropped. The request loop bounds them by waiting while
+  ``response_bytes`` (or ``responses``) is too high: both count responses until the
+  writer has sent them (``sent``), not only until it took them, so a client that reads
+  nothing holds at most one budget of answers, whatever it asks for.
+- Events are bounded by ``max_events`` and ``max_event_bytes`` while the writer is busy
+  sending, i.e. while the client is behind. While the writer is idle, a burst up to
+  ``BURST_FACTOR`` times the count (``BYTES_BURST_FACTOR`` times the bytes) is accepted:
+  the store publishes a whole commit batch (often more than 10,000 events) in one
+  synchronous call before the writer can run, and that alone says nothing about the
+  client's speed. On overflow every queued event is dropped and its seq range
   remembered per thread; further events of those threads are dropped too (the range
   grows) until the next ``take``, which emits one ``events.gap`` per thread with
   ``reason: "backpressure"`` (envelope ``seq`` = ``from_seq - 1``) and resumes live
@@ -31,7 +35,9 @@ from echsd.events import gap_envelope
 from echsd.wire.codec import encode_batch, packb
 
 DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_EVENT_BYTES = 32 * 1024 * 1024
 BURST_FACTOR = 8
+BYTES_BURST_FACTOR = 2
 
 
 class Item:
@@ -52,11 +58,15 @@ class Item:
 
 
 class Outbox:
-    def __init__(self, max_events: int, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+    def __init__(self, max_events: int, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self.max_events = max(1, max_events)
+        self.max_event_bytes = max(1, max_event_bytes)
         self.max_frame_bytes = max_frame_bytes
         self.events = 0  # events queued
-        self.responses = 0  # responses queued
+        self.event_bytes = 0  # their encoded size
+        self.responses = 0  # responses queued or taken and not yet sent
+        self.response_bytes = 0  # their encoded size
+        self._taken = (0, 0)  # (responses, bytes) handed out by the last take, until sent()
         self.dropped = 0  # events dropped over the connection's life
         self.gaps = 0  # backpressure gaps emitted
         self.writer_idle = True  # set by the IO shell: False from a take until the writer waits again
@@ -70,17 +80,22 @@ class Outbox:
     def push_response(self, data: bytes) -> None:
         self._items.append(Item(None, 0, 0, 0.0, data, 0))
         self.responses += 1
+        self.response_bytes += len(data)
 
     def push_event(self, thread_id: str, first_seq: int, last_seq: int, ts: float, data: bytes, count: int = 1) -> bool:
         """Queue encoded event(s) of one thread; False when dropped (they will be in a gap)."""
         if self._dropping and thread_id in self._dropping:
             self.drop(thread_id, first_seq, last_seq, ts, count)
             return False
-        if self.events + count > (self.max_events * BURST_FACTOR if self.writer_idle else self.max_events):
+        idle = self.writer_idle
+        if self.events + count > (self.max_events * BURST_FACTOR if idle else self.max_events) or (
+            self.event_bytes + len(data) > (self.max_event_bytes * BYTES_BURST_FACTOR if idle else self.max_event_bytes) and self.events
+        ):
             self._overflow()
             self.drop(thread_id, first_seq, last_seq, ts, count)
             return False
         self.events += count
+        self.event_bytes += len(data)
         items = self._items
         if items:
             run = items[-1]
@@ -125,8 +140,16 @@ class Outbox:
         if parts:
             frames.append(encode_batch(parts, count))
         self._items.clear()
-        self.events = self.responses = 0
+        self.events = self.event_bytes = 0
+        self._taken = (self.responses, self.response_bytes)
         return frames
+
+    def sent(self) -> None:
+        """The writer has sent every frame of its last ``take``."""
+        responses, size = self._taken
+        self.responses -= responses
+        self.response_bytes -= size
+        self._taken = (0, 0)
 
     def _overflow(self) -> None:
         kept: deque[Item] = deque()
@@ -136,7 +159,7 @@ class Outbox:
             else:
                 kept.append(item)
         self._items = kept
-        self.events = 0
+        self.events = self.event_bytes = 0
 
     def drop(self, thread_id: str, first_seq: int, last_seq: int, ts: float, count: int = 1) -> None:
         """Count events as not delivered: they will be reported in the thread's next gap."""

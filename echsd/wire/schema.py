@@ -2,9 +2,10 @@
 
 From ``OPS`` come request validation, dispatch (each spec's ``handler``), the client
 library's methods (``echsd.wire.requests``) and ``docs/protocol.md``, so none of them can
-drift from another. Params are checked for shape only (type, required, allowed values);
-meaning (an existing thread, a valid cwd) is checked by the layer that owns it. An explicit
-``null`` for an optional param means "not given".
+drift from another. Params are checked for shape and size (``echsd.wire.params``: type,
+required, allowed values, limits, nesting); meaning (an existing thread, a valid cwd) is
+checked by the layer that owns it. An explicit ``null`` for an optional param means "not
+given".
 
 Handlers reach the daemon only through the ``OpContext`` they are given (a connection:
 its thread service and its subscriptions), so importing this module (as the thin client
@@ -19,7 +20,28 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from echsd.wire.codec import PROTOCOL_VERSION
-
+from echsd.wire.params import (
+    BOOL,
+    CONFIG,
+    CONFIG_PARAMS,
+    COUNT,
+    MAX_DEPTH,
+    MAX_PAGE,
+    MESSAGE,
+    NAME,
+    OFFSET,
+    OUTPUT,
+    PAGE_SIZE,
+    SEQ,
+    SPECS,
+    STRING,
+    THREAD_ID,
+    THREAD_OR_ALL,
+    TOKEN,
+    Param,
+    ParamsError,
+    nesting_depth,
+)
 
 if TYPE_CHECKING:  # the client imports this module: nothing of the daemon at run time
     from echsd.threads.service import ThreadService
@@ -36,55 +58,8 @@ if TYPE_CHECKING:  # the client imports this module: nothing of the daemon at ru
         async def authenticate(self, token: str) -> dict[str, Any]: ...
 
 
-class ParamsError(Exception):
-    """Params do not match the op's schema; the message names the field."""
-
 
 Handler = Callable[["OpContext", dict[str, Any]], Any]  # may return an awaitable
-
-
-@dataclass(frozen=True)
-class Kind:
-    """A param type: how the docs name it and how a value is checked."""
-
-    name: str
-    check: Callable[[Any], bool]
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-STRING = Kind("string", lambda v: isinstance(v, str))
-TEXT = Kind("non-empty string", lambda v: isinstance(v, str) and bool(v))
-BOOL = Kind("boolean", lambda v: isinstance(v, bool))
-SEQ = Kind("integer >= 0", lambda v: _is_int(v) and v >= 0)
-COUNT = Kind("integer >= 1", lambda v: _is_int(v) and v >= 1)
-MAP = Kind("map", lambda v: isinstance(v, dict))
-LIST = Kind("list", lambda v: isinstance(v, list))
-ANY = Kind("any value", lambda v: True)
-THREAD_ID = Kind("thread id", lambda v: isinstance(v, str) and bool(v))
-THREAD_OR_ALL = Kind('thread id or "*"', lambda v: isinstance(v, str) and bool(v))
-TOOLS = Kind(
-    'list of strings, or a string like "+name,-name"',
-    lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(i, str) for i in v)),
-)
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    kind: Kind
-    description: str
-    required: bool = False
-    choices: tuple[Any, ...] = ()
-
-    def check(self, value: Any) -> None:
-        if not self.kind.check(value):
-            raise ParamsError(f"param '{self.name}' must be a {self.kind.name}")
-        if self.choices and value not in self.choices:
-            allowed = ", ".join(map(str, self.choices))
-            raise ParamsError(f"param '{self.name}' must be one of {allowed} (got {value!r})")
 
 
 @dataclass(frozen=True)
@@ -117,6 +92,8 @@ class OpSpec:
                 if param.required:
                     raise ParamsError(f"missing param '{param.name}'")
                 continue
+            if nesting_depth(value) > MAX_DEPTH:
+                raise ParamsError(f"param '{param.name}' nests maps/arrays more than {MAX_DEPTH} levels deep")
             param.check(value)
             clean[param.name] = value
         return clean
@@ -124,6 +101,22 @@ class OpSpec:
 
 def _thread(description: str = "the thread") -> Param:
     return Param("thread_id", THREAD_ID, description, required=True)
+
+
+
+_PAGING = (
+    Param("offset", OFFSET, "page: skip this many (default 0)"),
+    Param("limit", PAGE_SIZE, f"page: at most this many (default and maximum {MAX_PAGE:,})"),
+)
+_PAGED = (
+    "without `offset` and `limit`: {whole}; with either: one page "
+    "`{{items, offset, next_offset, total}}` (`next_offset` null after the last page)"
+)
+_PAGE_NOTES = (
+    "A page also stops before it would exceed half the frame limit (`[tuning] max_message_bytes`), "
+    "holding at least one item; read on from `next_offset`. An answer without paging that "
+    "would exceed the frame limit is refused with `too_large`."
+)
 
 
 _TID = "thr_0123456789abcdef"
@@ -171,7 +164,7 @@ OPS: tuple[OpSpec, ...] = (
         "Authenticates the connection; must be the first request.",
         (
             Param("protocol", COUNT, f"protocol version, {PROTOCOL_VERSION}", required=True, choices=(PROTOCOL_VERSION,)),
-            Param("token", STRING, "the client token (`echsd token`)", required=True),
+            Param("token", TOKEN, "the client token (`echsd token`)", required=True),
         ),
         "`protocol`, `version` (daemon version), `server`, `connection` (this connection's id)",
         {"protocol": 1, "token": "<token>"},
@@ -201,13 +194,7 @@ OPS: tuple[OpSpec, ...] = (
         "thread.create",
         "Creates a thread; missing config keys take the daemon's defaults.",
         (
-            Param("cwd", TEXT, "absolute path of an existing directory (default: the daemon's cwd)"),
-            Param("model", TEXT, "model name"),
-            Param("reasoning", STRING, "reasoning effort", choices=("none", "minimal", "low", "medium", "high", "xhigh")),
-            Param("instructions", STRING, "system instructions; `{{cwd}}` is replaced by the cwd"),
-            Param("tools", TOOLS, "tool names, or edits of the default set"),
-            Param("writes", STRING, "what apply_patch may do to files (default allow)", choices=("allow", "dry-run", "deny")),
-            Param("approval", STRING, "which tool calls wait for approval (default never)", choices=("never", "on-write", "always")),
+            *CONFIG_PARAMS,
             Param("parent", THREAD_ID, "parent thread id (the child is created through it)"),
         ),
         _THREAD_OBJECT,
@@ -218,12 +205,13 @@ OPS: tuple[OpSpec, ...] = (
     ),
     OpSpec(
         "thread.list",
-        "Every thread, oldest first.",
-        (),
-        f"list of {_THREAD_OBJECT}s",
+        "Every thread, oldest first (or a page of them).",
+        _PAGING,
+        _PAGED.format(whole=f"list of {_THREAD_OBJECT}s"),
         {},
         [_THREAD],
-        handler=lambda c, p: c.service.list(),
+        notes=_PAGE_NOTES,
+        handler=lambda c, p: c.service.list(**p),
         method="list_threads",
     ),
     OpSpec(
@@ -240,7 +228,7 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec(
         "thread.configure",
         "Hot-swaps config; a running turn uses it from its next model request.",
-        (_thread(), Param("config", MAP, "any of `cwd`, `model`, `reasoning`, `instructions`, `tools`, `writes`, `approval`", required=True)),
+        (_thread(), Param("config", CONFIG, "any of `cwd`, `model`, `reasoning`, `instructions`, `tools`, `writes`, `approval`, checked as in `thread.create`", required=True)),
         _THREAD_OBJECT,
         {"thread_id": _TID, "config": {"reasoning": "high", "tools": "+view_image"}},
         _THREAD,
@@ -253,9 +241,9 @@ OPS: tuple[OpSpec, ...] = (
         "Sends input: starts a turn, queues it or steers the running turn (CONTRACT.md 2.2).",
         (
             _thread(),
-            Param("text", TEXT, "the input text", required=True),
+            Param("text", MESSAGE, "the input text", required=True),
             Param("mode", STRING, "default `send`", choices=("send", "queue", "steer")),
-            Param("client_msg_id", TEXT, "idempotency key: a repeat is acknowledged again, never delivered twice"),
+            Param("client_msg_id", NAME, "idempotency key: a repeat is acknowledged again, never delivered twice"),
         ),
         "acknowledgement `{input_id, disposition, thread_id}`, disposition `started | queued | steered`",
         {"thread_id": _TID, "text": "run the tests", "mode": "queue", "client_msg_id": "cli-1"},
@@ -310,11 +298,12 @@ OPS: tuple[OpSpec, ...] = (
     ),
     OpSpec(
         "thread.history",
-        "The thread's Responses items, exactly as sent to the model.",
-        (_thread(),),
-        "list of Responses items",
+        "The thread's Responses items, exactly as sent to the model (or a page of them).",
+        (_thread(), *_PAGING),
+        _PAGED.format(whole="list of Responses items"),
         {"thread_id": _TID},
         [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+        notes=_PAGE_NOTES,
         handler=lambda c, p: c.service.history(**p),
         method="history",
         positional=("thread_id",),
@@ -330,6 +319,9 @@ OPS: tuple[OpSpec, ...] = (
         "list of event envelopes; a range the log no longer holds appears as one `events.gap`",
         {"thread_id": _TID, "since": 6, "limit": 1},
         [_EVENT],
+        notes="A page also stops before it would exceed half the frame limit (`[tuning] "
+        "max_message_bytes`), holding at least one event: read on from the last seq until a "
+        "page comes back empty.",
         handler=lambda c, p: c.service.events(**p),
         method="thread_events",
         positional=("thread_id",),
@@ -353,7 +345,7 @@ OPS: tuple[OpSpec, ...] = (
         "Streams a thread's events (or every thread's, with `*`): replay, then live.",
         (
             Param("thread_id", THREAD_OR_ALL, "a thread id, or `*` for every thread", required=True),
-            Param("since", SEQ, "replay stored events with `seq > since` first; omitted: live events only"),
+            Param("since", SEQ, "replay stored events with `seq > since` first; omitted: live events only; beyond the thread's last seq: `bad_request`"),
         ),
         "`{thread_id, since, replayed, last_seq}`",
         {"thread_id": _TID, "since": 0},
@@ -383,7 +375,7 @@ OPS: tuple[OpSpec, ...] = (
         "Offers this connection's tools to a thread's model while the connection stays open.",
         (
             _thread(),
-            Param("specs", LIST, "`[{name, description, parameters (JSON schema of an object), timeout_s?}]`", required=True),
+            Param("specs", SPECS, "`[{name, description, parameters (JSON schema of an object), timeout_s?}]`", required=True),
         ),
         "`{thread_id, registered: [names]}`",
         {"thread_id": _TID, "specs": [{"name": "lookup", "description": "Looks a word up.", "parameters": {"type": "object", "properties": {"word": {"type": "string"}}}}]},
@@ -400,7 +392,7 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec(
         "tool.result",
         "Answers a `tool.call` this connection received.",
-        (Param("call_id", TEXT, "from the `tool.call`", required=True), Param("output", ANY, "what the model reads (text)", required=True)),
+        (Param("call_id", NAME, "from the `tool.call`", required=True), Param("output", OUTPUT, "what the model reads (text)", required=True)),
         "`{call_id, accepted: true}`",
         {"call_id": "call_7", "output": "a small domesticated feline"},
         {"call_id": "call_7", "accepted": True},
@@ -423,7 +415,7 @@ OPS: tuple[OpSpec, ...] = (
         "approval.respond",
         "Answers a pending approval: the call runs (approve) or the model is told it was denied.",
         (
-            Param("request_id", TEXT, "from `approval.requested` or `approval.list`", required=True),
+            Param("request_id", NAME, "from `approval.requested` or `approval.list`", required=True),
             Param("decision", STRING, "the answer", required=True, choices=("approve", "deny")),
         ),
         "`{request_id, decision, thread_id}`",
@@ -450,12 +442,13 @@ OPS_BY_NAME: dict[str, OpSpec] = {spec.name: spec for spec in OPS}
 
 ERROR_CODES: dict[str, str] = {
     "unauthorized": "missing or wrong `hello` (the connection is then closed)",
-    "bad_request": "malformed frame or request, unknown/missing/mistyped param (named in the message)",
+    "bad_request": "malformed frame or request, unknown/missing/mistyped param or one over its limit (named in the message)",
     "unknown_op": "no such op (or one this daemon does not serve yet)",
     "not_found": "no such thread",
     "conflict": "the change conflicts with the current state (e.g. a version mismatch)",
     "invalid_state": "not allowed in the thread's state (e.g. input to a killed thread)",
     "timeout": "the thread did not answer in time",
+    "too_large": "the answer would exceed the frame limit; ask for it in pages (`offset`/`limit`)",
     "unavailable": "the daemon is starting or shutting down",
     "upstream_error": "the model endpoint failed a request made for this op",
     "internal": "a bug; the daemon logged it and stays up",

@@ -1,9 +1,13 @@
 """One authenticated-or-not WebSocket connection: four tasks around the sans-IO cores.
 
-- reader: moves incoming frames into our own bounded queue, so trio-websocket's reader
-  (which holds one message) keeps running and pongs keep flowing while a request works;
+- reader: moves incoming frames into our own bounded queue (``INCOMING_QUEUE`` frames,
+  and no further once ``INCOMING_BYTES`` wait), so trio-websocket's reader (which holds
+  one message) keeps running and pongs keep flowing while a request works;
 - requests: handles frames one at a time, in order (``background`` ops such as
-  ``thread.compact`` run on the side and answer when done);
+  ``thread.compact`` run on the side and answer when done). Until a good ``hello``
+  nothing else is served, and the hello must come before the connection's deadline.
+  A big frame is decoded a slice at a time, so it never holds up other connections;
+  the next request waits while a budget of answers is still unsent;
 - writer: drains the ``Outbox`` (responses and batched events) into frames;
 - heartbeat: pings every ``heartbeat_s``; no pong within ``MISSED_PINGS`` heartbeats
   closes the connection.
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -33,13 +38,17 @@ from echsd.wire import codec
 from echsd.wire.codec import FrameError, RequestError
 from echsd.wire.outbox import Outbox
 from echsd.wire.peers import Peers
-from echsd.wire.schema import OPS_BY_NAME, RESERVED_OPS, OpSpec, ParamsError
+from echsd.wire.params import ParamsError
+from echsd.wire.schema import OPS_BY_NAME, RESERVED_OPS, OpSpec
 from echsd.wire.subscriptions import Subscriptions
 from echsd.wire.token import TokenError, read_token, token_matches
 
 log = get_logger(__name__)
 
+PRE_AUTH_MESSAGE_BYTES = 4096  # the largest message before a good hello (a hello is ~100 bytes)
 INCOMING_QUEUE = 64  # frames read ahead of the request loop
+INCOMING_BYTES = 1024 * 1024  # ... and no more once this much waits (plus the frame that crossed it)
+INLINE_DECODE_BYTES = 256 * 1024  # bigger frames are decoded in slices (codec.RequestDecoder)
 MAX_PENDING_RESPONSES = 256  # the request loop waits while this many are unsent
 MAX_BACKGROUND = 8  # background ops in flight per connection
 MISSED_PINGS = 3
@@ -59,7 +68,14 @@ class WireContext:
 
 
 class Session:
-    def __init__(self, context: WireContext, ws: WebSocketConnection, transport: str) -> None:
+    def __init__(
+        self,
+        context: WireContext,
+        ws: WebSocketConnection,
+        transport: str,
+        hello_deadline: float,
+        on_authenticated: Callable[[], None] = lambda: None,
+    ) -> None:
         self.id = next(_ids)
         self.context = context
         self.service = context.service
@@ -68,9 +84,14 @@ class Session:
         self.authenticated = False
         self.dead = False  # unresponsive: skip the closing handshake
         self.closed = False
+        self._hello_deadline = hello_deadline  # trio time
+        self._on_authenticated = on_authenticated
         self._on_close: list[Callable[[], None]] = []
         tuning = context.settings.tuning
-        self.outbox = Outbox(tuning.client_queue_events)
+        self.max_message_bytes = tuning.max_message_bytes
+        self.outbox = Outbox(tuning.client_queue_events, max_event_bytes=tuning.client_queue_bytes)
+        self._incoming_bytes = 0
+        self._incoming_drained = trio.Event()
         self._wake = trio.Event()
         self._progress = trio.Event()  # set (and replaced) each time the writer moves on
         self._sending = False
@@ -133,9 +154,19 @@ class Session:
         async with incoming:
             try:
                 while True:
-                    await incoming.send(await self.ws.get_message())
+                    message = await self.ws.get_message()
+                    self._incoming_bytes += len(message)
+                    await incoming.send(message)
+                    while self._incoming_bytes > INCOMING_BYTES:
+                        self._incoming_drained = trio.Event()
+                        await self._incoming_drained.wait()
             except ConnectionClosed:
                 pass
+
+    def _took_frame(self, message: bytes | str) -> None:
+        self._incoming_bytes -= len(message)
+        if self._incoming_bytes <= INCOMING_BYTES:
+            self._incoming_drained.set()
 
     async def _write_frames(self, scope: trio.CancelScope) -> None:
         try:
@@ -152,6 +183,8 @@ class Session:
                 self._advance()
                 for frame in frames:
                     await self.ws.send_message(frame)
+                del frames
+                self.outbox.sent()
                 self._sending = False
         except ConnectionClosed:
             scope.cancel()
@@ -182,13 +215,17 @@ class Session:
         progress, self._progress = self._progress, trio.Event()
         progress.set()
 
-    async def _wait_event_room(self, room: int) -> None:
-        """Wait until ``room`` more events fit in the outbox without an overflow."""
-        while self.outbox.events + room > self.outbox.max_events and self.outbox.events:
+    async def _wait_event_room(self, room: int, size: int) -> None:
+        """Wait until ``room`` more events of ``size`` bytes fit in the outbox without an overflow."""
+        outbox = self.outbox
+        while outbox.events and (outbox.events + room > outbox.max_events or outbox.event_bytes + size > outbox.max_event_bytes):
             await self._progress.wait()
 
     async def _wait_response_room(self) -> None:
-        while self.outbox.responses >= MAX_PENDING_RESPONSES:
+        """Answers the client has not read yet stay under one frame limit's worth (and
+        ``MAX_PENDING_RESPONSES``): a client that asks without reading gets no further."""
+        outbox = self.outbox
+        while outbox.responses >= MAX_PENDING_RESPONSES or outbox.response_bytes >= self.max_message_bytes:
             await self._progress.wait()
 
     async def _flush(self) -> None:
@@ -196,12 +233,19 @@ class Session:
             while self.outbox or self._sending:
                 await self._progress.wait()
 
-    def _respond(self, request_id: int, result: Any) -> None:
+    def _respond(self, request_id: int, spec: OpSpec, result: Any) -> None:
         try:
             data = codec.encode_result(request_id, result)
         except Exception:
             self._log.exception("cannot encode a result")
             data = codec.encode_error(request_id, "internal", "internal error: the result could not be encoded")
+        if len(data) > self.max_message_bytes:
+            paging = "; ask for it in pages with offset/limit" if "offset" in spec.by_name else ""
+            message = (
+                f"{spec.name}: the answer is {len(data):,} bytes, more than the frame limit of "
+                f"{self.max_message_bytes:,} bytes ([tuning] max_message_bytes){paging}"
+            )
+            data = codec.encode_error(request_id, "too_large", message)
         self.outbox.push_response(data)
         self._wake_writer()
 
@@ -214,17 +258,36 @@ class Session:
     async def _serve_requests(self, incoming: trio.MemoryReceiveChannel[bytes | str], nursery: trio.Nursery) -> int:
         background = trio.Semaphore(MAX_BACKGROUND)
         async with incoming:
-            async for message in incoming:
-                await self._wait_response_room()
-                if not await self._handle(message, nursery, background):
-                    await self._flush()
-                    return 1008
-        return 1000
+            while True:
+                with trio.move_on_at(math.inf if self.authenticated else self._hello_deadline):
+                    try:
+                        message = await incoming.receive()
+                    except trio.EndOfChannel:
+                        return 1000
+                    self._took_frame(message)
+                    await self._wait_response_room()
+                    if not await self._handle(message, nursery, background):
+                        await self._flush()
+                        return 1008
+                    continue
+                timeout = self.context.settings.tuning.hello_timeout_s
+                self._refuse(None, f"no hello within {timeout:g} s of connecting")
+                await self._flush()
+                return 1008
+
+    async def _decode(self, message: bytes | str) -> codec.Request:
+        """The frame's request; big frames are decoded a slice at a time between checkpoints."""
+        if len(message) <= INLINE_DECODE_BYTES:
+            return codec.decode_request(message)
+        decoder = codec.RequestDecoder(message)
+        while not decoder.step():
+            await trio.lowlevel.checkpoint()
+        return decoder.request()
 
     async def _handle(self, message: bytes | str, nursery: trio.Nursery, background: trio.Semaphore) -> bool:
         """Handle one frame; False when the connection must be closed."""
         try:
-            request = codec.decode_request(message)
+            request = await self._decode(message)
         except FrameError as exc:
             return self._refuse_or_error(None, exc.code, str(exc))
         except RequestError as exc:
@@ -265,7 +328,7 @@ class Session:
             self._log.exception("request failed", op=spec.name)
             self._error(request_id, "internal", f"internal error ({type(exc).__name__}); see the daemon log")
         else:
-            self._respond(request_id, result)
+            self._respond(request_id, spec, result)
 
     def _refuse_or_error(self, request_id: int | None, code: str, message: str) -> bool:
         if not self.authenticated:
@@ -292,5 +355,6 @@ class Session:
         if not token_matches(token, expected):
             raise Unauthorized("wrong token")
         self.authenticated = True
+        self._on_authenticated()
         self.context.peers.add(self)
         return {"protocol": codec.PROTOCOL_VERSION, "version": __version__, "server": "echsd", "connection": self.id}

@@ -151,7 +151,7 @@ class EventStream:
                 accepted = self._accept(event)
                 if accepted is not None:
                     self._ready.append(accepted)
-            if len(page) < PAGE:
+            if not page:  # a page may be short of PAGE (the daemon's byte budget): only empty ends
                 return
 
     # -- closing --------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any, Awaitable, Callable
 import orjson
 import trio
 
+from echsd.errors import BadRequest
 from echsd.events import Event
 from echsd.logs import get_logger
 from echsd.store import Gap, Store, queries
@@ -50,7 +51,7 @@ class Subscriptions:
         store: Store,
         outbox: Outbox,
         wake_writer: Callable[[], None],
-        wait_room: Callable[[int], Awaitable[None]],
+        wait_room: Callable[[int, int], Awaitable[None]],
     ) -> None:
         self.service, self.hub, self.store, self.outbox = service, hub, store, outbox
         self._wake_writer = wake_writer
@@ -74,7 +75,11 @@ class Subscriptions:
 
     async def subscribe(self, key: str, since: int | None) -> dict[str, Any]:
         if key != ALL:
-            self.service.get(key)  # not_found for an unknown thread
+            last = self.service.get(key)["last_seq"]  # not_found for an unknown thread
+            if since is not None and since > last:
+                # Its cursor would hide the live events up to ``since`` and claim a last_seq
+                # the thread does not have.
+                raise BadRequest(f"since {since} is beyond the thread's last seq ({last}); subscribe with since <= {last}")
         if key not in self._listening:
             self._listening[key] = self.hub.listen(key, self._on_live)
         self.outbox.forget(None if key == ALL else key)
@@ -128,7 +133,7 @@ class Subscriptions:
                 full = page.count >= self._page
                 if full:
                     ahead = _Page(nursery, self._read, thread_id, page.last_seq)
-                await self._wait_room(page.count)
+                await self._wait_room(page.count, len(page.data))
                 sent += self._push_page(thread_id, page)
                 self._wake_writer()
                 if not full:

@@ -42,21 +42,24 @@ def tcp_port(daemon: Any) -> int:
     return int(url.rsplit(":", 1)[1])
 
 
+def state_dir_of(daemon: Any) -> Path:
+    """The state dir of an in-process ``Daemon`` or a ``ServeProcess``."""
+    return Path(daemon.state_dir) if hasattr(daemon, "state_dir") else Path(daemon.settings.state_dir)
+
+
 def token_of(daemon: Any) -> str:
-    return (daemon.settings.state_dir / "token").read_text().strip()
+    return (state_dir_of(daemon) / "token").read_text().strip()
 
 
 async def open_stream(daemon: Any, transport: str = "unix") -> trio.SocketStream:
     if transport == "unix":
-        return await trio.open_unix_socket(str(daemon.settings.state_dir / "echsd.sock"))
+        return await trio.open_unix_socket(str(state_dir_of(daemon) / "echsd.sock"))
     return await trio.open_tcp_stream("127.0.0.1", tcp_port(daemon))
 
 
 async def http_status(stream: trio.SocketStream, *, path: str = "/v1", host: str = "localhost", headers: tuple[str, ...] = ()) -> int:
     """Send a WebSocket upgrade request by hand and return the HTTP status code."""
-    key = base64.b64encode(os.urandom(16)).decode()
-    lines = [f"GET {path} HTTP/1.1", f"Host: {host}", "Upgrade: websocket", "Connection: Upgrade", f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13", *headers]
-    await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode())
+    await stream.send_all(upgrade_request(host, path, headers))
     data = b""
     with trio.fail_after(WAIT_S):
         while b"\r\n" not in data:
@@ -104,6 +107,18 @@ class Raw:
         return await self.request("hello", {"protocol": 1, "token": token})
 
 
+async def closed_with(raw: Raw) -> int:
+    """Read until the daemon closes the WebSocket; its close code."""
+    from trio_websocket import ConnectionClosed
+
+    with trio.fail_after(WAIT_S):
+        try:
+            while True:
+                await raw.ws.get_message()
+        except ConnectionClosed as closed:
+            return int(closed.reason.code)
+
+
 @asynccontextmanager
 async def raw_connection(
     daemon: Any, transport: str = "unix", *, host: str = "localhost", headers: list[tuple[bytes, bytes]] | None = None
@@ -120,9 +135,11 @@ async def raw_connection(
 
 
 class ServeProcess:
-    """``echsd serve --provider mock`` as a subprocess; stderr drained by a thread."""
+    """``echsd serve --provider mock`` as a subprocess; stderr drained by a thread.
 
-    def __init__(self, state_dir: Path, *extra: str) -> None:
+    ``nofile`` runs it with that ``RLIMIT_NOFILE`` (as under ``ulimit -n``)."""
+
+    def __init__(self, state_dir: Path, *extra: str, nofile: int | None = None) -> None:
         import subprocess
         import sys
         import threading
@@ -132,11 +149,21 @@ class ServeProcess:
         store = store_url_for(state_dir)
         if store is not None:
             env["ECHS_STORE"] = store
+        self.state_dir = state_dir
         self.command = [sys.executable, "-c", "from echsd.cli.echsd_main import main; main()", "serve", "--provider", "mock", *extra]
         self.env = env
         self.lines: list[str] = []
         self.ready = threading.Event()
-        self.process = subprocess.Popen(self.command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+        def limit_descriptors() -> None:
+            if nofile is not None:
+                import resource
+
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+        self.process = subprocess.Popen(
+            self.command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=limit_descriptors
+        )
         threading.Thread(target=self._drain, daemon=True).start()
         if not self.ready.wait(WAIT_S):
             self.stop()
@@ -152,3 +179,32 @@ class ServeProcess:
     def stop(self) -> int:
         self.process.terminate()
         return self.process.wait(WAIT_S)
+
+    @property
+    def open_descriptors(self) -> int:
+        return len(os.listdir(f"/proc/{self.process.pid}/fd"))
+
+    @property
+    def rss_bytes(self) -> int:
+        with open(f"/proc/{self.process.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        raise AssertionError("no VmRSS")
+
+
+def upgrade_request(host: str = "localhost", path: str = "/v1", headers: tuple[str, ...] = ()) -> bytes:
+    """A WebSocket opening handshake, written by hand (for clients that misbehave)."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    lines = [f"GET {path} HTTP/1.1", f"Host: {host}", "Upgrade: websocket", "Connection: Upgrade", f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13", *headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def binary_frame_header(length: int) -> bytes:
+    """The header of one final binary client frame of ``length`` bytes, masked with a zero
+    key (so the payload goes as is)."""
+    if length < 126:
+        return bytes((0x82, 0x80 | length)) + b"\0\0\0\0"
+    if length < 1 << 16:
+        return bytes((0x82, 0x80 | 126)) + length.to_bytes(2, "big") + b"\0\0\0\0"
+    return bytes((0x82, 0x80 | 127)) + length.to_bytes(8, "big") + b"\0\0\0\0"

@@ -144,11 +144,11 @@ async def test_frame_level_errors_keep_the_connection_open(wired: Any) -> None:
 
 
 async def test_oversized_messages_close_the_connection_with_1009(tmp_path: Any, mock_upstream: Any, nursery: Any) -> None:
-    daemon = await start_daemon(nursery, tmp_path / "state", mock_upstream.base_url, tcp=False, tuning={"max_message_bytes": 4096})
+    daemon = await start_daemon(nursery, tmp_path / "state", mock_upstream.base_url, tcp=False, tuning={"max_message_bytes": 65536})
     tid = (await daemon.service.create(cwd=str(tmp_path)))["thread_id"]
     async with raw_connection(daemon) as raw:
         await raw.hello(token_of(daemon))
-        await raw.send({"id": 2, "op": "thread.send", "params": {"thread_id": tid, "text": "x" * 5000}})
+        await raw.send({"id": 2, "op": "thread.send", "params": {"thread_id": tid, "text": "x" * 70_000}})
         with trio.fail_after(WAIT_S), pytest.raises(ConnectionClosed) as info:
             await raw.ws.get_message()
         assert info.value.reason.code == 1009

@@ -48,6 +48,7 @@ def test_every_event_is_delivered_or_reported_and_responses_never_drop(
     def take() -> None:
         nonlocal biggest
         frames = outbox.take()
+        outbox.sent()
         for frame in frames:
             decoded = msgpack.unpackb(frame, raw=False)
             if "events" in decoded:
@@ -141,3 +142,33 @@ def test_forget_cancels_a_pending_gap() -> None:
     outbox.push_event("thr_a", 2, 2, 1.0, b"a2")
     outbox.forget("thr_a")
     assert outbox.take() == []
+
+
+def test_answers_count_in_bytes_until_the_writer_has_sent_them() -> None:
+    outbox = Outbox(10)
+    outbox.push_response(b"x" * 1000)
+    outbox.push_response(b"y" * 500)
+    assert (outbox.responses, outbox.response_bytes) == (2, 1500)
+    frames = outbox.take()  # taken, but the client may not read them: still ours
+    assert len(frames) == 2 and (outbox.responses, outbox.response_bytes) == (2, 1500)
+    outbox.push_response(b"z" * 10)
+    outbox.sent()
+    assert (outbox.responses, outbox.response_bytes) == (1, 10)
+    outbox.take()
+    outbox.sent()
+    assert (outbox.responses, outbox.response_bytes) == (0, 0)
+
+
+def test_events_overflow_by_bytes_as_well_as_by_count() -> None:
+    outbox = Outbox(1000, max_event_bytes=100)
+    outbox.writer_idle = False
+    assert outbox.push_event("thr_a", 1, 1, 1.0, b"a" * 60)
+    assert not outbox.push_event("thr_a", 2, 2, 1.0, b"a" * 60)  # 120 bytes > 100: a gap instead
+    assert outbox.event_bytes == 0 and outbox.dropped == 2
+    outbox.take()
+    assert outbox.push_event("thr_a", 3, 3, 1.0, b"a" * 500)  # alone, even an oversized event goes out
+    outbox.writer_idle = True
+    outbox.take()
+    for seq in range(4, 7):  # idle: twice the bytes are accepted as a burst
+        assert outbox.push_event("thr_a", seq, seq, 1.0, b"a" * 60)
+    assert not outbox.push_event("thr_a", 7, 7, 1.0, b"a" * 60)

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from echsd.wire.requests import RequestHelpers
-from echsd.wire.schema import OPS, OPS_BY_NAME, RESERVED_OPS, ParamsError
+from echsd.wire.params import ParamsError
+from echsd.wire.schema import OPS, OPS_BY_NAME, RESERVED_OPS
 
 CONTRACT_OPS = {
     "hello", "status", "thread.create", "thread.list", "thread.get", "thread.configure", "thread.send",
@@ -58,8 +59,8 @@ def test_examples_are_valid_requests(spec: Any) -> None:
         ("thread.send", {"thread_id": "t", "text": "x", "bogus": 1}, "unknown param(s) for thread.send: bogus"),
         ("thread.send", {"thread_id": "t", "text": 5}, "param 'text' must be a non-empty string"),
         ("thread.send", {"thread_id": "t", "text": "x", "mode": "later"}, "param 'mode' must be one of send, queue, steer"),
-        ("thread.events", {"thread_id": "t", "since": -1}, "param 'since' must be a integer >= 0"),
-        ("thread.events", {"thread_id": "t", "limit": True}, "param 'limit' must be a integer >= 1"),
+        ("thread.events", {"thread_id": "t", "since": -1}, "param 'since' must be an integer >= 0"),
+        ("thread.events", {"thread_id": "t", "limit": True}, "param 'limit' must be an integer >= 1"),
         ("thread.interrupt", {"thread_id": "t", "clear_queue": 1}, "param 'clear_queue' must be a boolean"),
         ("thread.configure", {"thread_id": "t", "config": []}, "param 'config' must be a map"),
         ("hello", {"protocol": 2, "token": "x"}, "param 'protocol' must be one of 1"),

@@ -15,34 +15,26 @@ from trio_websocket import ConnectionClosed
 
 from echsd.wire.client import WireError, connect
 from echsd.wire.listeners import ListenError
-from tests.wire.helpers import WAIT_S, ServeProcess, http_status, open_stream, raw_connection, start_daemon, stop_daemon, token_of
-
-
-async def _closed_with(raw: Any) -> int:
-    with trio.fail_after(WAIT_S):
-        with pytest.raises(ConnectionClosed) as info:
-            while True:
-                await raw.ws.get_message()
-    return int(info.value.reason.code)
+from tests.wire.helpers import WAIT_S, ServeProcess, closed_with, http_status, open_stream, raw_connection, start_daemon, stop_daemon, token_of
 
 
 async def test_no_token_wrong_token_and_request_before_hello(wired: Any) -> None:
     async with raw_connection(wired) as raw:
         answer = await raw.request("status")
         assert answer["error"]["code"] == "unauthorized" and "hello" in answer["error"]["message"]
-        assert await _closed_with(raw) == 1008
+        assert await closed_with(raw) == 1008
     async with raw_connection(wired) as raw:
         answer = await raw.request("hello", {"protocol": 1, "token": "wrong"})
         assert answer["error"]["code"] == "unauthorized"
-        assert await _closed_with(raw) == 1008
+        assert await closed_with(raw) == 1008
     async with raw_connection(wired) as raw:
         answer = await raw.request("hello", {"protocol": 1})
         assert answer["error"]["code"] == "unauthorized" and "token" in answer["error"]["message"]
-        assert await _closed_with(raw) == 1008
+        assert await closed_with(raw) == 1008
     async with raw_connection(wired) as raw:
         await raw.send(b"\xc1garbage")
         assert (await raw.response())["error"]["code"] == "unauthorized"
-        assert await _closed_with(raw) == 1008
+        assert await closed_with(raw) == 1008
     async with raw_connection(wired) as raw:
         answer = await raw.request("hello", {"protocol": 2, "token": token_of(wired)})
         assert answer["error"]["code"] == "unauthorized" and "protocol" in answer["error"]["message"]
