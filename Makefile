@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test bench clean
+.PHONY: run test bench interop clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(ARGS)
+
+# The real Codex TUI against `echsd serve --app-server` (tests/appserver/test_tui.py): the
+# Codex CLI is installed from npm into a cache directory first (bin/install-codex-cli).
+interop: $(STAMP)
+	codex="$$(bin/install-codex-cli)" && ECHS_CODEX_BIN="$$codex" $(BIN)/python -m pytest tests/appserver/test_tui.py -ra $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

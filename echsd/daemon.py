@@ -14,6 +14,7 @@ from typing import Any
 
 import trio
 
+from echsd.appserver.server import AppServer
 from echsd.codex import ResponsesClient, endpoint_from_settings
 from echsd.logs import get_logger
 from echsd.service.sdnotify import Notifier
@@ -44,6 +45,7 @@ class Daemon:
     extra_tools: list[Tool] = field(default_factory=list)  # an embedding program's own tools
     service: ThreadService | None = None
     server: WireServer | None = None
+    app_server: AppServer | None = None  # the Codex app-server protocol listeners (--app-server)
     base_url: str | None = None
     _stop: trio.Event = field(default_factory=trio.Event)
     _stopped: trio.Event = field(default_factory=trio.Event)
@@ -62,9 +64,12 @@ class Daemon:
         ensure_token(settings.token_path)
         server = self.server = WireServer(settings)
         await server.bind()  # first: a second daemon on this state dir stops here
+        app_server = self.app_server = AppServer(settings, admission=server.admission)
         try:
+            await app_server.bind()
             store = Store.open(settings.store_url, node_id=settings.node_id)
         except BaseException:
+            app_server.close()
             server.close()
             raise
         self.store = store
@@ -89,6 +94,7 @@ class Daemon:
                 await root.start(supervisor.run)
                 self.service = ThreadService(supervisor, settings)
                 await root.start(server.serve, WireContext(self.service, self.hub, store, settings, self.peers))
+                await root.start(app_server.serve, self.service, self.hub)
                 if handle_signals:
                     root.start_soon(self._watch_signals)
                 log.info(
@@ -97,6 +103,7 @@ class Daemon:
                     model=settings.model,
                     base_url=self.base_url,
                     state_dir=str(settings.state_dir),
+                    app_server=app_server.urls,
                 )
                 notifier.notify("READY=1", "STATUS=ready")  # systemd (Type=notify): listeners accept now
                 if notifier.watchdog_s:
@@ -106,6 +113,7 @@ class Daemon:
                 log.info("shutting down")
                 notifier.notify("STOPPING=1", "STATUS=stopping: interrupting turns, saving state")
                 server.stop_accepting()
+                app_server.stop_accepting()
                 with trio.move_on_after(SHUTDOWN_BUDGET_S - 1.0) as budget:
                     await supervisor.shutdown(timeout_s=SHUTDOWN_BUDGET_S - 2.0)
                     await store.writer.aclose()
@@ -115,6 +123,7 @@ class Daemon:
                 root.cancel_scope.cancel()
         finally:
             server.close()
+            app_server.close()
             kill_all_groups()
             store.close()
             self._stopped.set()

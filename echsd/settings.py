@@ -108,6 +108,7 @@ class Settings:
     openai_organization: str | None = None  # OPENAI_ORGANIZATION: the OpenAI-Organization header
     openai_project: str | None = None  # OPENAI_PROJECT: the OpenAI-Project header
     tuning: Tuning = field(default_factory=Tuning)
+    app_server: tuple[ListenAddress, ...] = ()  # --app-server: Codex app-server protocol listeners
     catalog: ModelCatalog = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
     agent_types: dict[str, AgentType] = field(default_factory=dict, repr=False, compare=False)
     store_url: str = field(repr=False, default="")  # sqlite:////abs/path or postgresql://...
@@ -295,7 +296,7 @@ def _number(value: float) -> str:
     return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
 
 
-_FILE_KEYS = {"listen", "provider", "base_url", "model", "allow_remote", "unix_socket", "store", "node_id", "tuning", "models", "agent_types"}
+_FILE_KEYS = {"listen", "provider", "base_url", "model", "allow_remote", "unix_socket", "store", "node_id", "tuning", "models", "agent_types", "app_server"}
 
 
 def _agent_types_from(table: Any, path: Path) -> dict[str, AgentType]:
@@ -345,7 +346,7 @@ def load_settings(
 
     ``flags`` holds only options given on the command line (None means not given):
     ``state_dir``, ``listen`` (list), ``provider``, ``base_url``, ``model``, ``allow_remote``,
-    ``unix_socket``, ``store``, ``node_id``.
+    ``unix_socket``, ``store``, ``node_id``, ``app_server`` (list).
     """
     flags = {k: v for k, v in (flags or {}).items() if v not in (None, (), [])}
     env = dict(os.environ if env is None else env)
@@ -372,7 +373,8 @@ def load_settings(
         listen = (*listen, ListenAddress("unix", path=state_dir / "echsd.sock"))
     if not listen:
         raise SettingsError("invalid setting 'unix_socket': without the unix socket, give a listen address (tcp://127.0.0.1:PORT)")
-    for address in listen:
+    app_server = _listen_setting(pick("app_server", "ECHS_APP_SERVER"), state_dir, "app_server")
+    for address in (*listen, *app_server):
         if not address.is_loopback and not allow_remote:
             raise SettingsError(
                 f"refusing to listen on non-loopback address {address}: pass --allow-remote to allow it"
@@ -431,6 +433,7 @@ def load_settings(
         openai_api_key=api_key,
         openai_organization=env.get("OPENAI_ORGANIZATION") or None,
         openai_project=env.get("OPENAI_PROJECT") or None,
+        app_server=app_server,
         tuning=_tuning_from(file_values.get("tuning"), config_path),
         catalog=catalog,
         agent_types=_agent_types_from(file_values.get("agent_types"), config_path),
@@ -442,7 +445,8 @@ def load_settings(
 MAX_MODEL_CHARS = 256
 
 
-def _listen_setting(given: _Given | None, state_dir: Path) -> tuple[ListenAddress, ...]:
+def _listen_setting(given: _Given | None, state_dir: Path, name: str = "listen") -> tuple[ListenAddress, ...]:
+    """``listen`` or ``app_server``: one URL, several (space or comma separated), or a list."""
     if given is None:
         return ()
     raw = given.value
@@ -453,10 +457,11 @@ def _listen_setting(given: _Given | None, state_dir: Path) -> tuple[ListenAddres
     elif isinstance(raw, (list, tuple)) and all(isinstance(url, str) for url in raw):
         urls = list(raw)
     else:
-        raise given.invalid("listen", "a URL or a list of URLs")
+        raise given.invalid(name, "a URL or a list of URLs")
     if not urls:
-        raise given.invalid("listen", "at least one address")
-    where = "--listen" if given.where == "from --listen" else f"setting 'listen' {given.where}:"
+        raise given.invalid(name, "at least one address")
+    option = "--" + name.replace("_", "-")
+    where = option if given.where == f"from {option}" else f"setting {name!r} {given.where}:"
     return tuple(parse_listen(url, state_dir, where) for url in urls)
 
 

@@ -41,10 +41,11 @@ PRESSURE_LOG_S = 10.0  # refusals and evictions are logged at most this often (a
 
 
 class WireServer:
-    def __init__(self, settings: Settings, limits: ConnectionLimits | None = None) -> None:
+    def __init__(self, settings: Settings, limits: ConnectionLimits | None = None, *, admission: Admission | None = None) -> None:
+        """``admission``: share another server's (the descriptors are one process's)."""
         self.settings = settings
         self.bound: list[Bound] = []
-        self.admission = Admission(limits or ConnectionLimits.of_process())
+        self.admission = admission or Admission(limits or ConnectionLimits.of_process())
         self._refusing = 0
         self._pressure_logged: float | None = None
         self._accepting = trio.CancelScope()

@@ -1,0 +1,302 @@
+"""One app-server client connection: the IO shell around the framing and the method table.
+
+Three tasks: the reader decodes frames and starts one task per request (the TUI sends
+many at once and waits on each, so a slow ``turn/start`` must not hold up ``model/list``);
+the writer drains the ``Outbox``; the requests' own tasks answer when done. Notifications
+come from the connection's ``ThreadFeed``s (hub callbacks, synchronous) straight into the
+outbox, in event order.
+
+Approvals are requests *from* us: each echsd approval a watched thread asks for becomes
+an ``item/.../requestApproval`` with our own id; the client's answer goes to
+``ThreadService.respond_approval`` (``cancel`` also interrupts the turn), and when the
+approval ends some other way (another client, a timeout, an interrupt) the client is told
+with ``serverRequest/resolved``.
+
+Nothing a client sends can take the daemon down: a handler's bug becomes an ``-32603``
+answer, logged with its traceback.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection
+
+from echsd.appserver import framing
+from echsd.appserver.feed import ThreadFeed
+from echsd.appserver.ids import thread_id_of
+from echsd.appserver.framing import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RpcError
+from echsd.appserver.outbox import DROPPABLE, Outbox
+from echsd.appserver.translate import ApprovalEnded, AskApproval, Notify, Out
+from echsd.errors import EchsError, NotFound
+from echsd.logs import get_logger
+from echsd.settings import Settings
+from echsd.threads.hub import EventHub
+from echsd.threads.service import ThreadService
+
+log = get_logger(__name__)
+
+MAX_IN_FLIGHT = 64  # requests of one connection being answered at once
+REMEMBERED_CLIENT_IDS = 4096
+_ids = itertools.count(1)
+
+Handler = Callable[["Connection", framing.Request], Awaitable[Any] | Any]
+APPROVE = ("accept", "acceptForSession", "acceptWithExecpolicyAmendment", "applyNetworkPolicyAmendment")
+
+
+class Answered:
+    """A handler's result meaning "I have sent the response myself" (see ``turn/start``)."""
+
+
+ANSWERED = Answered()
+
+
+@dataclass
+class Reply:
+    """A result, and notifications that must follow the response (e.g. ``thread/started``)."""
+
+    result: Any
+    then: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AppContext:
+    """What a connection needs from the daemon."""
+
+    service: ThreadService
+    hub: EventHub
+    settings: Settings
+    methods: dict[str, Handler]
+
+
+@dataclass
+class _Asked:
+    """An approval request we sent and the client has not answered."""
+
+    approval_id: str
+    thread_id: str
+    thread_uuid: str
+    answered: bool = False
+
+
+class Connection:
+    def __init__(self, context: AppContext, ws: WebSocketConnection, transport: str) -> None:
+        self.id = next(_ids)
+        self.context = context
+        self.service = context.service
+        self.settings = context.settings
+        self.ws = ws
+        self.transport = transport
+        self.initialized = False
+        self.opted_out: frozenset[str] = frozenset()
+        self.feeds: dict[str, ThreadFeed] = {}
+        self.client_ids: dict[str, str] = {}  # input id -> the client's message id
+        self.outbox = Outbox()
+        self._attaching: dict[str, trio.Event] = {}
+        self._asked: dict[int, _Asked] = {}
+        self._asked_ids = itertools.count()
+        self._wake = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self._log = log.bind(connection=self.id, transport=transport)
+
+    # -- life -----------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self._log.info("app-server client connected")
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._write_frames, nursery.cancel_scope)
+                await self._read_frames(nursery)
+                nursery.cancel_scope.cancel()
+        finally:
+            for feed in self.feeds.values():
+                feed.close()
+            self.feeds.clear()
+            self._log.info("app-server client left", dropped_deltas=self.outbox.dropped)
+
+    async def _read_frames(self, nursery: trio.Nursery) -> None:
+        slots = trio.Semaphore(MAX_IN_FLIGHT)
+        try:
+            while True:
+                incoming = framing.decode(await self.ws.get_message())
+                if isinstance(incoming, framing.Request):
+                    await slots.acquire()
+                    nursery.start_soon(self._answer, incoming, slots)
+                elif isinstance(incoming, framing.Response):
+                    self._on_response(incoming)
+                elif isinstance(incoming, framing.FrameProblem):
+                    self._on_problem(incoming)
+                elif incoming.method != "initialized":
+                    self._log.debug("client notification ignored", method=incoming.method)
+        except ConnectionClosed:
+            pass
+
+    async def _write_frames(self, scope: trio.CancelScope) -> None:
+        try:
+            while True:
+                if self.outbox.overflowed:
+                    self._log.warning("client too slow: its backlog overflowed; closing the connection")
+                    await self.ws.aclose(1008, "backlog overflow: reconnect and resume")
+                    scope.cancel()
+                    return
+                if not self.outbox:
+                    self._wake = trio.Event()
+                    await self._wake.wait()
+                    continue
+                for frame in self.outbox.take():
+                    await self.ws.send_message(frame)
+        except ConnectionClosed:
+            scope.cancel()
+
+    # -- sending --------------------------------------------------------------------------------
+
+    def _push(self, message: dict[str, Any], *, droppable: bool = False) -> None:
+        self.outbox.push(framing.encode(message), droppable=droppable)
+        if not self._wake.is_set():
+            self._wake.set()
+
+    def respond(self, request_id: framing.RequestId, result: Any) -> None:
+        self._push(framing.result(request_id, result))
+
+    def fail(self, request_id: framing.RequestId, code: int, message: str) -> None:
+        self._push(framing.error(request_id, code, message))
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        if method not in self.opted_out:
+            self._push(framing.notification(method, params), droppable=method in DROPPABLE)
+
+    def deliver(self, outs: list[Out]) -> None:
+        """A feed's output: notifications, approval requests to send or withdraw."""
+        for out in outs:
+            if isinstance(out, Notify):
+                self.notify(out.method, out.params)
+            elif isinstance(out, AskApproval):
+                self._ask(out)
+            elif isinstance(out, ApprovalEnded):
+                self._withdraw(out.approval_id)
+
+    # -- requests -------------------------------------------------------------------------------
+
+    async def _answer(self, request: framing.Request, slots: trio.Semaphore) -> None:
+        try:
+            handler = self.context.methods.get(request.method)
+            if request.method != "initialize" and not self.initialized:
+                raise RpcError(INVALID_REQUEST, "not initialized: send initialize first")
+            if handler is None:
+                raise RpcError(METHOD_NOT_FOUND, f"{request.method} is not supported by echsd's app-server listener")
+            outcome = handler(self, request)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+        except RpcError as exc:
+            self.fail(request.id, exc.code, exc.message)
+        except EchsError as exc:
+            self.fail(request.id, INVALID_REQUEST, f"{exc.message} ({exc.code})")
+        except Exception as exc:
+            self._log.exception("app-server request failed", method=request.method)
+            self.fail(request.id, INTERNAL_ERROR, f"internal error ({type(exc).__name__}); see the daemon log")
+        else:
+            if isinstance(outcome, Reply):
+                self.respond(request.id, outcome.result)
+                for method, params in outcome.then:
+                    self.notify(method, params)
+            elif outcome is not ANSWERED:
+                self.respond(request.id, outcome)
+        finally:
+            slots.release()
+
+    def _on_problem(self, problem: framing.FrameProblem) -> None:
+        self._log.info("bad frame from an app-server client", problem=problem.message)
+        if problem.id is not None:
+            self.fail(problem.id, problem.code, problem.message)
+        else:
+            self.notify("warning", {"threadId": None, "message": f"echsd could not read a message: {problem.message}"})
+
+    # -- threads this connection watches -----------------------------------------------------
+
+    async def attach(self, thread_id: str) -> ThreadFeed:
+        """The thread's feed, started (caught up with the log) on first use."""
+        while True:
+            feed = self.feeds.get(thread_id)
+            if feed is not None:
+                return feed
+            starting = self._attaching.get(thread_id)
+            if starting is None:
+                break
+            await starting.wait()
+        self._attaching[thread_id] = done = trio.Event()
+        try:
+            feed = ThreadFeed(thread_id, self.service, self.context.hub, self.deliver, self.client_ids, self._context_window)
+            await feed.start()
+            self.feeds[thread_id] = feed
+            return feed
+        finally:
+            del self._attaching[thread_id]
+            done.set()
+
+    def detach(self, thread_id: str) -> bool:
+        feed = self.feeds.pop(thread_id, None)
+        if feed is None:
+            return False
+        feed.close()
+        for request_id, asked in list(self._asked.items()):
+            if asked.thread_id == thread_id:
+                del self._asked[request_id]
+        return True
+
+    def remember_client_id(self, input_id: str, client_id: str | None) -> None:
+        if client_id:
+            self.client_ids[input_id] = client_id
+            while len(self.client_ids) > REMEMBERED_CLIENT_IDS:
+                del self.client_ids[next(iter(self.client_ids))]
+
+    def _context_window(self, model: str) -> int | None:
+        catalog = self.settings.catalog
+        return catalog.get(model).context_window if catalog is not None else None
+
+    # -- approvals ------------------------------------------------------------------------------
+
+    def _ask(self, ask: AskApproval) -> None:
+        if any(asked.approval_id == ask.approval_id for asked in self._asked.values()):
+            return
+        request_id = next(self._asked_ids)
+        thread_uuid = str(ask.params["threadId"])
+        self._asked[request_id] = _Asked(ask.approval_id, thread_id_of(thread_uuid) or "", thread_uuid)
+        self._push(framing.server_request(request_id, ask.method, ask.params))
+
+    def _withdraw(self, approval_id: str) -> None:
+        for request_id, asked in list(self._asked.items()):
+            if asked.approval_id == approval_id:
+                del self._asked[request_id]
+                self.notify("serverRequest/resolved", {"threadId": asked.thread_uuid, "requestId": request_id})
+
+    def _on_response(self, response: framing.Response) -> None:
+        asked = self._asked.get(response.id) if isinstance(response.id, int) else None
+        if asked is None or asked.answered:
+            self._log.info("answer to no pending request", request_id=response.id)
+            return
+        if response.error is not None:
+            self._log.info("the client could not answer an approval; it stays pending", error=response.error)
+            return
+        asked.answered = True  # its serverRequest/resolved follows when echsd settles it
+        decision = response.result.get("decision") if isinstance(response.result, dict) else None
+        name = next(iter(decision), None) if isinstance(decision, dict) else decision
+        verdict = "approve" if name in APPROVE else "deny"
+        try:
+            self.service.respond_approval(asked.approval_id, verdict)
+        except NotFound:
+            pass  # answered elsewhere, timed out or cancelled meanwhile: nothing to do
+        except EchsError as exc:
+            self._log.info("approval answer refused", approval=asked.approval_id, error=exc.message)
+        if name == "cancel" and asked.thread_id and self._nursery is not None:
+            self._nursery.start_soon(self._interrupt_after_cancel, asked.thread_id)
+
+    async def _interrupt_after_cancel(self, thread_id: str) -> None:
+        try:
+            await self.service.interrupt(thread_id)
+        except EchsError as exc:
+            self._log.info("could not interrupt after a cancelled approval", thread_id=thread_id, error=exc.message)

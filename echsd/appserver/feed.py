@@ -1,0 +1,156 @@
+"""One connection's view of one thread: its events replayed from the log, then live.
+
+The rule that loses nothing at the seam (as ``echsd.wire.subscriptions`` follows it):
+listen to the hub *first*, then read the stored events, and let the translator drop
+whatever it has seen by ``seq``. The replayed part only brings the translator up to date
+(the client reads the past with ``thread/read`` and friends); live events become
+notifications.
+
+Two small services for ``turn/start`` and ``turn/steer``: ``hold`` keeps events back
+(untranslated) while a request is being answered (so the response comes before the
+``turn/started`` it caused, as Codex's own server orders them), and ``turn_of`` /
+``expect`` tell which turn took an input.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable, Mapping
+
+from echsd.appserver.stored import stored_pages
+from echsd.appserver.translate import Out, ThreadTranslator
+from echsd.events import Event
+from echsd.logs import get_logger
+from echsd.threads.hub import EventHub, Listening
+from echsd.threads.service import ThreadService
+
+log = get_logger(__name__)
+
+REMEMBERED_INPUTS = 1024
+InputOutcome = Callable[[str | None, str | None], None]  # (turn id, or the reason it was dropped)
+
+
+class ThreadFeed:
+    def __init__(
+        self,
+        thread_id: str,
+        service: ThreadService,
+        hub: EventHub,
+        sink: Callable[[list[Out]], None],
+        client_ids: Mapping[str, str],
+        context_window: Callable[[str], int | None],
+    ) -> None:
+        self.thread_id = thread_id
+        self.service = service
+        self.hub = hub
+        self.translator = ThreadTranslator(thread_id, client_ids=client_ids, context_window=context_window)
+        self._sink = sink
+        self._listening: Listening | None = None
+        self._early: list[Event] | None = None  # live events that arrived during the replay
+        self._held: list[dict[str, Any]] | None = None  # events that arrived while held
+        self._holds = 0
+        self._turn_of: OrderedDict[str, str] = OrderedDict()  # input id -> the turn that took it
+        self._expected: dict[str, InputOutcome] = {}
+
+    async def start(self) -> None:
+        """Listen, replay the log to catch up, then go live (pending approvals are asked)."""
+        self._early = []
+        self._listening = self.hub.listen(self.thread_id, self._on_live)
+        try:
+            async for page in stored_pages(self.service, self.thread_id):
+                for envelope in page:
+                    self._track(envelope)
+                    self.translator.feed(envelope)
+        except BaseException:
+            self.close()
+            raise
+        early, self._early = self._early, None
+        self._sink(self._pending_asks())
+        for event in early:
+            self._process(event.envelope())
+
+    def close(self) -> None:
+        if self._listening is not None:
+            self._listening.close()
+            self._listening = None
+
+    # -- requests that wait on the feed -------------------------------------------------------
+
+    def hold(self) -> None:
+        self._holds += 1
+        if self._held is None:
+            self._held = []
+
+    def release(self) -> None:
+        """Translate what arrived while held (the request's answer has gone out, and the
+        input's client id is known by now)."""
+        self._holds -= 1
+        if self._holds == 0 and self._held is not None:
+            held, self._held = self._held, None
+            for envelope in held:
+                self._emit(envelope)
+
+    def turn_of(self, input_id: str) -> str | None:
+        return self._turn_of.get(input_id)
+
+    def expect(self, input_id: str, outcome: InputOutcome) -> None:
+        """Call ``outcome(turn_id, None)`` when the input's turn starts (before its
+        notifications go out), or ``outcome(None, reason)`` if it is dropped."""
+        self._expected[input_id] = outcome
+
+    def forget(self, input_id: str) -> None:
+        self._expected.pop(input_id, None)
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def _on_live(self, event: Event) -> None:
+        """The hub callback: never raises (the hub would drop us) and never blocks."""
+        if self._early is not None:
+            self._early.append(event)
+            return
+        try:
+            self._process(event.envelope())
+        except Exception:
+            log.exception("cannot follow an event", thread_id=self.thread_id, seq=event.seq, event=event.type)
+
+    def _process(self, envelope: dict[str, Any]) -> None:
+        self._track(envelope)
+        if self._held is not None:
+            self._held.append(envelope)
+        else:
+            self._emit(envelope)
+
+    def _emit(self, envelope: dict[str, Any]) -> None:
+        """Translate and send; an event that cannot be translated is logged and skipped."""
+        try:
+            outs = self.translator.feed(envelope)
+            if outs:
+                self._sink(outs)
+        except Exception:
+            log.exception("cannot translate an event", thread_id=self.thread_id, seq=envelope.get("seq"), event=envelope.get("event"))
+
+    def _track(self, envelope: Mapping[str, Any]) -> None:
+        """Which turn took which input; answer whoever waits for one."""
+        kind, data = envelope.get("event"), envelope.get("data") or {}
+        if kind == "turn.started":
+            for input_id in data.get("input_ids") or ():
+                self._took(str(input_id), str(data.get("turn_id")))
+        elif kind == "input.delivered":
+            self._took(str(data.get("input_id")), str(data.get("turn_id")))
+        elif kind == "input.dropped":
+            outcome = self._expected.pop(str(data.get("input_id")), None)
+            if outcome is not None:
+                outcome(None, str(data.get("reason") or "dropped"))
+
+    def _took(self, input_id: str, turn_id: str) -> None:
+        self._turn_of[input_id] = turn_id
+        while len(self._turn_of) > REMEMBERED_INPUTS:
+            self._turn_of.popitem(last=False)
+        outcome = self._expected.pop(input_id, None)
+        if outcome is not None:
+            outcome(turn_id, None)
+
+    def _pending_asks(self) -> list[Out]:
+        """Approvals still waiting when we caught up: ask this client too."""
+        waiting = {approval["request_id"] for approval in self.service.approvals(self.thread_id)}
+        return self.translator.pending_asks(waiting)

@@ -1,0 +1,198 @@
+"""ThreadItems of the app-server protocol, built from echsd's records (sans-IO).
+
+Responses items (user and assistant messages, reasoning) map one to one. Tool calls are
+described from their ``tool.started`` event, when the call runs: ``exec_command`` becomes
+a ``commandExecution`` item (and a shell ``apply_patch <<EOF`` a ``fileChange``, as Codex
+intercepts it), ``apply_patch`` a ``fileChange`` whose changes are read from the patch,
+``view_image`` an ``imageView``, and any other tool a ``dynamicToolCall``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from echsd.tools.apply_patch.model import AddFile, DeleteFile, PatchError, UpdateFile
+from echsd.tools.apply_patch.parser import parse_patch
+from echsd.tools.apply_patch.shell import recognise_shell_patch
+
+OUTPUT_MARKER = "\nOutput:\n"  # exec_command's result text: status lines, then the output
+SHOWN_OTHERWISE = frozenset({"update_plan"})
+
+
+def user_message(item_id: str, item: dict[str, Any], client_id: str | None = None) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    for part in _parts(item):
+        kind = part.get("type")
+        if kind == "input_text" and isinstance(part.get("text"), str):
+            content.append({"type": "text", "text": part["text"], "text_elements": []})
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            content.append({"type": "image", "url": part["image_url"]})
+    return {"type": "userMessage", "id": item_id, "clientId": client_id, "content": content}
+
+
+def agent_message(item_id: str, text: str) -> dict[str, Any]:
+    return {"type": "agentMessage", "id": item_id, "text": text}
+
+
+def message_text(item: dict[str, Any]) -> str:
+    """The text of a Responses assistant message (its output_text and refusal parts)."""
+    texts = [part.get("text") or part.get("refusal") or "" for part in _parts(item)]
+    return "".join(text for text in texts if isinstance(text, str))
+
+
+def reasoning(item_id: str, summary: list[str]) -> dict[str, Any]:
+    return {"type": "reasoning", "id": item_id, "summary": summary, "content": []}
+
+
+def reasoning_summary(item: dict[str, Any]) -> list[str]:
+    parts = item.get("summary") if isinstance(item.get("summary"), list) else []
+    return [part["text"] for part in parts if isinstance(part, dict) and isinstance(part.get("text"), str)]
+
+
+def is_user_message(item: dict[str, Any]) -> bool:
+    return item.get("type") == "message" and item.get("role") == "user"
+
+
+def is_assistant_message(item: dict[str, Any]) -> bool:
+    return item.get("type") == "message" and item.get("role") == "assistant"
+
+
+def _parts(item: dict[str, Any]) -> list[dict[str, Any]]:
+    content = item.get("content")
+    if isinstance(content, str):
+        return [{"type": "input_text" if item.get("role") == "user" else "output_text", "text": content}]
+    return [part for part in content if isinstance(part, dict)] if isinstance(content, list) else []
+
+
+@dataclass
+class ToolCall:
+    """A running (or finished) tool call, as the protocol shows it."""
+
+    call_id: str
+    kind: str  # commandExecution | fileChange | imageView | dynamicToolCall
+    name: str
+    arguments: Any
+    cwd: str  # where it runs (for imageView: the image's path)
+    command: str = ""  # the argv echsd runs, quoted (clients show the script of ``bash -c``)
+    script: str = ""
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    status: str = "inProgress"
+    exit_code: int | None = None
+    output: str | None = None
+    duration_ms: int | None = None
+
+    def finish(self, data: dict[str, Any]) -> None:
+        """Apply ``tool.completed``: status, exit code, output, duration."""
+        if data.get("approval") in ("deny", "timeout"):
+            self.status = "declined"
+        else:
+            self.status = "completed" if data.get("ok") else "failed"
+        exit_code = data.get("exit_code")
+        self.exit_code = exit_code if isinstance(exit_code, int) else None
+        output = data.get("output")
+        if isinstance(output, str):
+            head, marker, body = output.partition(OUTPUT_MARKER)
+            self.output = body if marker else output
+        duration = data.get("duration_ms")
+        self.duration_ms = int(duration) if isinstance(duration, (int, float)) else None
+
+    def abandon(self) -> None:
+        """The turn ended while the call ran (interrupt, error)."""
+        if self.status == "inProgress":
+            self.status = "failed"
+
+    def item(self) -> dict[str, Any]:
+        if self.kind == "imageView":
+            return {"type": "imageView", "id": self.call_id, "path": self.cwd}
+        if self.kind == "commandExecution":
+            return {
+                "type": "commandExecution",
+                "id": self.call_id,
+                "command": self.command,
+                "cwd": self.cwd,
+                "status": self.status,
+                "commandActions": [{"type": "unknown", "command": self.script}],
+                "aggregatedOutput": self.output,
+                "exitCode": self.exit_code,
+                "durationMs": self.duration_ms,
+            }
+        if self.kind == "fileChange":
+            return {"type": "fileChange", "id": self.call_id, "changes": self.changes, "status": self.status}
+        status = "failed" if self.status == "declined" else self.status
+        return {
+            "type": "dynamicToolCall",
+            "id": self.call_id,
+            "tool": self.name,
+            "arguments": self.arguments,
+            "status": status,
+            "success": None if status == "inProgress" else status == "completed",
+            "contentItems": None if self.output is None else [{"type": "inputText", "text": self.output}],
+            "durationMs": self.duration_ms,
+        }
+
+
+def tool_call(call_id: str, name: str, arguments: Any, cwd: str) -> ToolCall | None:
+    """Describe a call from its ``tool.started`` event (``cwd``: the thread's); None for a
+    call that is shown otherwise (``update_plan``: as ``turn/plan/updated``)."""
+    if name in SHOWN_OTHERWISE:
+        return None
+    args = arguments if isinstance(arguments, dict) else {}
+    if name == "view_image" and isinstance(args.get("path"), str):
+        return ToolCall(call_id, "imageView", name, arguments, _join(cwd, args["path"]))
+    if name == "exec_command" and isinstance(args.get("cmd"), str):
+        command = args["cmd"]
+        workdir = _join(cwd, args["workdir"]) if isinstance(args.get("workdir"), str) else cwd
+        shell_patch = recognise_shell_patch(command)
+        if shell_patch is not None:
+            base = _join(workdir, shell_patch.workdir) if shell_patch.workdir else workdir
+            return ToolCall(call_id, "fileChange", name, arguments, base, changes=patch_changes(shell_patch.patch, base))
+        return ToolCall(call_id, "commandExecution", name, arguments, workdir, command=shlex.join(["bash", "-c", command]), script=command)
+    if name == "apply_patch":
+        text = args.get("input") if isinstance(args.get("input"), str) else arguments if isinstance(arguments, str) else ""
+        return ToolCall(call_id, "fileChange", name, arguments, cwd, changes=patch_changes(text, cwd))
+    return ToolCall(call_id, "dynamicToolCall", name, arguments, cwd)
+
+
+def patch_changes(text: str, cwd: str) -> list[dict[str, Any]]:
+    """The files a patch touches, as ``FileUpdateChange`` objects; [] if it does not parse."""
+    try:
+        patch = parse_patch(text)
+    except PatchError:
+        return []
+    changes: list[dict[str, Any]] = []
+    for op in patch.operations:
+        path = _join(cwd, op.path)
+        if isinstance(op, AddFile):
+            changes.append({"path": path, "kind": {"type": "add"}, "diff": op.content})
+        elif isinstance(op, DeleteFile):
+            changes.append({"path": path, "kind": {"type": "delete"}, "diff": ""})
+        elif isinstance(op, UpdateFile):
+            move = _join(cwd, op.move_to) if op.move_to else None
+            changes.append({"path": path, "kind": {"type": "update", "move_path": move}, "diff": _update_diff(op)})
+    return changes
+
+
+def _update_diff(op: UpdateFile) -> str:
+    """A unified-diff body of an Update's chunks (context, removed and added lines)."""
+    lines: list[str] = []
+    for chunk in op.chunks:
+        lines.append("@@ " + " ".join(chunk.anchors) if chunk.anchors else "@@")
+        old, added = 0, []
+        for new_line, context in zip(chunk.new_lines, chunk.context_of):
+            if context is None:
+                added.append("+" + new_line)
+                continue
+            lines.extend("-" + removed for removed in chunk.old_lines[old:context])
+            lines.extend(added)
+            lines.append(" " + new_line)
+            old, added = context + 1, []
+        lines.extend("-" + removed for removed in chunk.old_lines[old:])
+        lines.extend(added)
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def _join(base: str, path: str) -> str:
+    return os.path.normpath(os.path.join(base, os.path.expanduser(path)))

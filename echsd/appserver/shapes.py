@@ -1,0 +1,157 @@
+"""echsd objects in the app-server protocol's shapes (sans-IO): threads, sessions, models,
+config.
+
+What the protocol asks that echsd has no notion of gets the honest answer: no sandbox
+(``dangerFullAccess``: tools run as the daemon's user), approvals as the thread's
+``approval`` setting says (``never``, or ``untrusted``: calls wait for a client's yes).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from echsd import __version__
+from echsd.appserver.ids import thread_uuid
+from echsd.appserver.turns import status_object
+from echsd.codex.catalog import ModelCatalog, ModelInfo
+
+NO_SANDBOX = {"type": "dangerFullAccess"}
+PLAN_TYPES = frozenset({"free", "go", "plus", "pro", "team", "business", "enterprise", "edu", "unknown"})  # the ChatGPT plans both know
+EFFORT_TEXT = {
+    "none": "No reasoning: fastest answers",
+    "minimal": "Minimal reasoning",
+    "low": "Fast responses with lighter reasoning",
+    "medium": "Balances speed and reasoning depth",
+    "high": "Greater reasoning depth for complex problems",
+    "xhigh": "Extra high reasoning depth for the hardest problems",
+}
+
+
+def approval_policy(approval: str) -> str:
+    """echsd's ``approval`` setting -> ``AskForApproval``."""
+    return "never" if approval == "never" else "untrusted"
+
+
+def echsd_approval(policy: Any) -> str | None:
+    """``AskForApproval`` -> echsd's ``approval`` (None: leave the thread's as it is)."""
+    if policy is None:
+        return None
+    return "never" if policy == "never" else "on-write"
+
+
+def thread_object(
+    thread: Mapping[str, Any],
+    *,
+    provider: str,
+    preview: str = "",
+    status: dict[str, Any] | None = None,
+    turns: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """An echsd thread object -> ``Thread``; its ``thr_`` id is the thread's name."""
+    config = thread.get("config") or {}
+    created = int(thread.get("created_at") or 0)
+    uuid = thread_uuid(str(thread["thread_id"]))
+    parent = thread.get("parent")
+    return {
+        "id": uuid,
+        "sessionId": uuid,
+        "name": thread["thread_id"],
+        "preview": preview,
+        "ephemeral": False,
+        "modelProvider": provider,
+        "model": config.get("model"),
+        "reasoningEffort": config.get("reasoning"),
+        "createdAt": created,
+        "updatedAt": created,
+        "status": status or status_object(str(thread.get("state"))),
+        "path": None,
+        "cwd": config.get("cwd", ""),
+        "cliVersion": __version__,
+        "source": "cli",
+        "parentThreadId": thread_uuid(parent) if isinstance(parent, str) else None,
+        "forkedFromId": None,
+        "projectId": None,
+        "agentNickname": None,
+        "agentRole": None,
+        "gitInfo": None,
+        "turns": turns or [],
+    }
+
+
+def session(thread: dict[str, Any], echsd_thread: Mapping[str, Any], provider: str) -> dict[str, Any]:
+    """The result of ``thread/start`` and ``thread/resume``."""
+    config = echsd_thread.get("config") or {}
+    return {
+        "thread": thread,
+        "model": config.get("model", ""),
+        "modelProvider": provider,
+        "serviceTier": None,
+        "cwd": config.get("cwd", ""),
+        "approvalPolicy": approval_policy(str(config.get("approval", "never"))),
+        "approvalsReviewer": "user",
+        "sandbox": NO_SANDBOX,
+        "reasoningEffort": config.get("reasoning"),
+    }
+
+
+def model_list(catalog: ModelCatalog, default_model: str) -> list[dict[str, Any]]:
+    """``model/list``: the catalog, the daemon's default model first (and listed even when
+    the catalog does not know it). No upgrade or availability notices: the TUI would stop
+    on a dialog for them."""
+    infos = {info.model: info for info in catalog.models()}
+    default = infos.pop(default_model, None) or catalog.get(default_model)
+    return [_model(default, catalog, True)] + [_model(info, catalog, False) for info in infos.values()]
+
+
+def _model(info: ModelInfo, catalog: ModelCatalog, is_default: bool) -> dict[str, Any]:
+    efforts = list(info.efforts) if info.reasoning else []
+    return {
+        "id": info.model,
+        "model": info.model,
+        "displayName": info.model,
+        "description": info.description or ("not in echsd's model catalog" if not info.known else ""),
+        "hidden": False,
+        "isDefault": is_default,
+        "supportedReasoningEfforts": [{"reasoningEffort": e, "description": EFFORT_TEXT.get(e, e)} for e in efforts],
+        "defaultReasoningEffort": catalog.default_effort(info.model),
+        "inputModalities": ["text"],
+        "supportsPersonality": False,
+        "upgrade": None,
+        "upgradeInfo": None,
+        "availabilityNux": None,
+    }
+
+
+def config(catalog: ModelCatalog, default_model: str, provider: str, include_layers: bool) -> dict[str, Any]:
+    """``config/read``: the daemon's defaults for new threads, in Codex's config keys."""
+    info = catalog.get(default_model)
+    values = {
+        "model": default_model,
+        "model_provider": provider,
+        "model_reasoning_effort": catalog.default_effort(default_model),
+        "model_context_window": info.context_window,
+        "approval_policy": "never",
+        "sandbox_mode": "danger-full-access",
+    }
+    return {"config": values, "origins": {}, "layers": [] if include_layers else None}
+
+
+def rate_limits(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """One limit family of an ``account.rate_limits`` event -> ``RateLimitSnapshot``."""
+    credits = entry.get("credits") if isinstance(entry.get("credits"), dict) else None
+    return {
+        "limitId": entry.get("limit_id"),
+        "limitName": entry.get("limit_name"),
+        "primary": _window(entry.get("primary")),
+        "secondary": _window(entry.get("secondary")),
+        "credits": None
+        if credits is None
+        else {"hasCredits": bool(credits.get("has_credits")), "unlimited": bool(credits.get("unlimited")), "balance": credits.get("balance")},
+        "planType": entry.get("plan_type") if entry.get("plan_type") in PLAN_TYPES else None,
+    }
+
+
+def _window(window: Any) -> dict[str, Any] | None:
+    if not isinstance(window, dict) or not isinstance(window.get("used_percent"), (int, float)):
+        return None
+    return {"usedPercent": round(window["used_percent"]), "windowDurationMins": window.get("window_minutes"), "resetsAt": window.get("resets_at")}

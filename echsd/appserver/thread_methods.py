@@ -1,0 +1,193 @@
+"""``thread/*`` methods: echsd threads as app-server threads.
+
+``thread/start`` creates an echsd thread; ``thread/resume`` attaches to any existing one
+(also one made with ``echs``); both make the connection watch it (its feed). ``thread/read``,
+``thread/turns/list`` and ``thread/items/list`` replay the thread's event log; the
+``thread/list`` entries carry each thread's ``thr_`` id as their name, which is what
+``codex --remote ADDR resume thr_...`` looks up.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from echsd.appserver import history, shapes
+from echsd.appserver.connection import Connection, Reply
+from echsd.appserver.framing import INVALID_PARAMS, INVALID_REQUEST, Request, RpcError
+from echsd.appserver.ids import thread_id_of, thread_uuid
+from echsd.appserver.stored import stored_pages
+from echsd.appserver.translate import ThreadTranslator
+from echsd.appserver.turns import status_object
+
+PREVIEW_EVENTS = 16  # the first user message of a thread is among its first few events
+PREVIEW_CHARS = 200
+
+
+def thread_param(params: dict[str, Any], key: str = "threadId") -> str:
+    thread_id = thread_id_of(params.get(key))
+    if thread_id is None:
+        raise RpcError(INVALID_PARAMS, f"{key} must name an echsd thread (its UUID or thr_ id), got {params.get(key)!r}")
+    return thread_id
+
+
+async def replay(conn: Connection, thread_id: str) -> ThreadTranslator:
+    translator = ThreadTranslator(thread_id, keep_turns=True)
+    async for page in stored_pages(conn.service, thread_id):
+        for envelope in page:
+            translator.feed(envelope)
+    return translator
+
+
+async def preview_of(conn: Connection, thread_id: str) -> str:
+    translator = ThreadTranslator(thread_id)
+    for envelope in await conn.service.events(thread_id, 0, PREVIEW_EVENTS):
+        translator.feed(envelope)
+        if translator.first_user_text is not None:
+            return translator.first_user_text[:PREVIEW_CHARS]
+    return ""
+
+
+def _provider(conn: Connection) -> str:
+    return conn.settings.provider
+
+
+async def thread_start(conn: Connection, request: Request) -> Reply:
+    params = request.params
+    if params.get("ephemeral"):
+        raise RpcError(INVALID_REQUEST, "echsd keeps every thread: ephemeral threads are not supported")
+    create: dict[str, Any] = {}
+    if isinstance(params.get("cwd"), str) and params["cwd"]:
+        create["cwd"] = params["cwd"]
+    if isinstance(params.get("model"), str) and params["model"]:
+        create["model"] = params["model"]
+    instructions = [text for text in (params.get("baseInstructions"), params.get("developerInstructions")) if isinstance(text, str) and text.strip()]
+    if instructions:
+        create["instructions"] = "\n\n".join(instructions)
+    approval = shapes.echsd_approval(params.get("approvalPolicy"))
+    if approval is not None:
+        create["approval"] = approval
+    created = await conn.service.create(**create)
+    thread_id = created["thread_id"]
+    feed = await conn.attach(thread_id)
+    thread = shapes.thread_object(created, provider=_provider(conn), status=feed.translator.status)
+    return Reply(shapes.session(thread, created, _provider(conn)), then=[("thread/started", {"thread": thread})])
+
+
+async def thread_resume(conn: Connection, request: Request) -> dict[str, Any]:
+    thread_id = thread_param(request.params)
+    echsd_thread = conn.service.get(thread_id)
+    feed = await conn.attach(thread_id)
+    turns = [] if request.params.get("excludeTurns") else [turn.to_turn() for turn in (await replay(conn, thread_id)).turns]
+    preview = (feed.translator.first_user_text or "")[:PREVIEW_CHARS]
+    thread = shapes.thread_object(echsd_thread, provider=_provider(conn), preview=preview, status=feed.translator.status, turns=turns)
+    return shapes.session(thread, echsd_thread, _provider(conn))
+
+
+async def thread_read(conn: Connection, request: Request) -> dict[str, Any]:
+    """Without ``includeTurns`` only the first events are read (the preview)."""
+    thread_id = thread_param(request.params)
+    echsd_thread = conn.service.get(thread_id)
+    if request.params.get("includeTurns"):
+        past = await replay(conn, thread_id)
+        preview, status, turns = (past.first_user_text or "")[:PREVIEW_CHARS], past.status, [t.to_turn() for t in past.turns]
+    else:
+        waiting = bool(conn.service.approvals(thread_id))
+        preview, status, turns = await preview_of(conn, thread_id), status_object(str(echsd_thread["state"]), waiting), []
+    thread = shapes.thread_object(echsd_thread, provider=_provider(conn), preview=preview, status=status, turns=turns)
+    return {"thread": thread}
+
+
+async def thread_turns_list(conn: Connection, request: Request) -> dict[str, Any]:
+    thread_id = thread_param(request.params)
+    conn.service.get(thread_id)
+    return history.turns_page((await replay(conn, thread_id)).turns, request.params)
+
+
+async def thread_items_list(conn: Connection, request: Request) -> dict[str, Any]:
+    thread_id = thread_param(request.params)
+    conn.service.get(thread_id)
+    return history.items_page((await replay(conn, thread_id)).turns, request.params)
+
+
+async def thread_list(conn: Connection, request: Request) -> dict[str, Any]:
+    params = request.params
+    threads = _listed(conn, params)
+    search = params.get("searchTerm")
+    previews: dict[str, str] = {}
+    if isinstance(search, str) and search.strip():
+        needle = search.strip().lower()
+        named = [t for t in threads if needle in t["thread_id"] or needle in thread_uuid(t["thread_id"])]
+        if named:
+            threads = named
+        else:
+            for thread in threads:
+                previews[thread["thread_id"]] = await preview_of(conn, thread["thread_id"])
+            threads = [t for t in threads if needle in previews[t["thread_id"]].lower()]
+    start, end = _page(len(threads), params)
+    data = []
+    for thread in threads[start:end]:
+        text = previews.get(thread["thread_id"])
+        if text is None:
+            text = await preview_of(conn, thread["thread_id"])
+        data.append(shapes.thread_object(thread, provider=_provider(conn), preview=text))
+    return {"data": data, "nextCursor": str(end) if end < len(threads) else None, "backwardsCursor": None}
+
+
+def _listed(conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """Threads matching the list's filters, in the order asked (newest first by default)."""
+    kinds = params.get("sourceKinds") or []
+    if params.get("archived") or (kinds and "cli" not in kinds):
+        return []  # echsd archives nothing, and its threads are all of the "cli" kind
+    threads = conn.service.list()
+    cwd = params.get("cwd")
+    if cwd is not None:
+        wanted = {cwd} if isinstance(cwd, str) else set(cwd) if isinstance(cwd, list) else set()
+        threads = [t for t in threads if t["config"].get("cwd") in wanted]
+    parent = params.get("parentThreadId")
+    if isinstance(parent, str):
+        threads = [t for t in threads if t.get("parent") == thread_id_of(parent)]
+    if params.get("sortDirection") != "asc":
+        threads.reverse()
+    return threads
+
+
+def _page(total: int, params: dict[str, Any]) -> tuple[int, int]:
+    cursor, limit = params.get("cursor"), params.get("limit")
+    if cursor is not None and not (isinstance(cursor, str) and cursor.isdigit()):
+        raise RpcError(INVALID_PARAMS, f"unknown cursor {cursor!r}: pass back a nextCursor this server returned")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise RpcError(INVALID_PARAMS, "limit must be a non-negative integer")
+    start = int(cursor or 0)
+    return start, min(total, start + min(limit if limit is not None else history.DEFAULT_LIMIT, history.MAX_LIMIT))
+
+
+def thread_loaded_list(conn: Connection, request: Request) -> dict[str, Any]:
+    return {"data": [thread_uuid(thread_id) for thread_id in conn.feeds], "nextCursor": None}
+
+
+def thread_unsubscribe(conn: Connection, request: Request) -> dict[str, Any]:
+    return {"status": "unsubscribed" if conn.detach(thread_param(request.params)) else "notSubscribed"}
+
+
+async def thread_compact(conn: Connection, request: Request) -> dict[str, Any]:
+    await conn.service.compact(thread_param(request.params))
+    return {}
+
+
+def thread_goal_get(conn: Connection, request: Request) -> dict[str, Any]:
+    conn.service.get(thread_param(request.params))
+    return {"goal": None}  # echsd threads have no goals
+
+
+METHODS = {
+    "thread/start": thread_start,
+    "thread/resume": thread_resume,
+    "thread/read": thread_read,
+    "thread/list": thread_list,
+    "thread/loaded/list": thread_loaded_list,
+    "thread/turns/list": thread_turns_list,
+    "thread/items/list": thread_items_list,
+    "thread/unsubscribe": thread_unsubscribe,
+    "thread/compact/start": thread_compact,
+    "thread/goal/get": thread_goal_get,
+}

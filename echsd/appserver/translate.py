@@ -1,0 +1,393 @@
+"""echsd events -> app-server notifications, for one thread (sans-IO).
+
+``ThreadTranslator.feed`` takes the thread's event envelopes in ``seq`` order (replayed
+from the log or live from the hub) and returns what a client watching the thread must be
+told: notifications, approval requests to send, approval requests that ended. The same
+pass keeps the thread's turns with their finished items, which is how ``thread/read``,
+``thread/turns/list`` and ``thread/items/list`` see a thread's past: the event log is
+replayed through a fresh translator (``keep_turns=True``).
+
+Mapping (echsd event -> protocol):
+
+- ``turn.started`` -> ``turn/started``; ``turn.completed|interrupted|error`` ->
+  ``turn/completed`` with status completed|interrupted|failed (``turn.error`` also sends
+  ``error``); ``thread.state`` -> ``thread/status/changed``;
+- ``input.delivered`` + the user message's ``item.completed`` -> a ``userMessage`` item
+  whose id is the input id (and ``clientId`` the client's message id, when it sent it);
+- ``turn.delta`` -> ``agentMessage`` item started, ``item/agentMessage/delta``; the
+  assistant message's ``item.completed`` completes it (reasoning likewise);
+- ``tool.started`` / ``tool.output`` / ``tool.completed`` -> the call's item (see
+  ``items.tool_call``) started, ``item/commandExecution/outputDelta``, completed;
+- ``approval.requested`` / ``approval.resolved`` -> an approval request to send / one
+  to withdraw (``serverRequest/resolved``), with the thread status's approval flag;
+- ``turn.usage`` -> ``thread/tokenUsage/updated`` (``last``: the turn, ``total``: the
+  thread so far); ``turn.retry`` -> ``error`` with ``willRetry``; ``thread.compacted``
+  during a turn -> ``thread/compacted``; ``plan.updated`` -> ``turn/plan/updated``;
+  ``account.rate_limits`` -> ``account/rateLimits/updated``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from echsd.appserver import items, shapes
+from echsd.appserver.ids import thread_uuid
+from echsd.appserver.turns import USAGE_FIELDS, Entry, TurnView, status_object, usage_breakdown
+
+TURN_END_STATUS = {"turn.completed": "completed", "turn.interrupted": "interrupted", "turn.error": "failed"}
+PLAN_STATUS = {"pending": "pending", "in_progress": "inProgress", "completed": "completed"}
+
+
+@dataclass(frozen=True)
+class Notify:
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AskApproval:
+    """Send this approval request; ``approval_id`` is echsd's request id."""
+
+    approval_id: str
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ApprovalEnded:
+    """echsd's approval ``approval_id`` was answered (by anyone), timed out or cancelled."""
+
+    approval_id: str
+    decision: str
+
+
+Out = Notify | AskApproval | ApprovalEnded
+
+
+@dataclass
+class _Streaming:
+    """An agent message or reasoning item whose deltas are arriving."""
+
+    item_id: str
+    started_ms: int
+
+
+class ThreadTranslator:
+    def __init__(
+        self,
+        thread_id: str,
+        *,
+        keep_turns: bool = False,
+        client_ids: Mapping[str, str] | None = None,
+        context_window: Callable[[str], int | None] | None = None,
+    ) -> None:
+        self.thread_id = thread_id
+        self.uuid = thread_uuid(thread_id)
+        self.keep_turns = keep_turns
+        self.client_ids = client_ids if client_ids is not None else {}
+        self._context_window = context_window
+        self.turns: list[TurnView] = []
+        self.turn: TurnView | None = None
+        self.state = "idle"
+        self.cwd = ""
+        self.model = ""
+        self.last_seq = 0
+        self.approvals: dict[str, dict[str, Any]] = {}  # pending: echsd id -> approval.requested data
+        self.total = {name: 0 for name, _ in USAGE_FIELDS} | {"totalTokens": 0}
+        self.first_user_text: str | None = None
+        self._delivered: deque[str] = deque()  # input ids whose user message comes next
+        self._streaming: dict[str, _Streaming] = {}  # agentMessage / reasoning items being streamed
+        self._calls: dict[str, items.ToolCall] = {}
+        self._call_started: dict[str, int] = {}
+
+    # -- the one entry point ----------------------------------------------------------------
+
+    def feed(self, event: Mapping[str, Any]) -> list[Out]:
+        seq = event.get("seq")
+        if isinstance(seq, int):
+            if seq <= self.last_seq:
+                return []  # seen already (replay and live overlap)
+            if event.get("event") != "events.gap":
+                self.last_seq = seq
+        handler = _HANDLERS.get(str(event.get("event")))
+        if handler is None:
+            return []
+        data = event.get("data")
+        ms = int(float(event.get("ts") or 0.0) * 1000)
+        return handler(self, data if isinstance(data, dict) else {}, ms, seq if isinstance(seq, int) else 0)
+
+    @property
+    def status(self) -> dict[str, Any]:
+        return status_object(self.state, bool(self.approvals))
+
+    @property
+    def running_turn(self) -> str | None:
+        return self.turn.id if self.turn is not None else None
+
+    # -- thread ------------------------------------------------------------------------------
+
+    def _thread_created(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        thread = data.get("thread") if isinstance(data.get("thread"), dict) else {}
+        self._configure(thread.get("config"))
+        return []
+
+    def _thread_configured(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        self._configure(data.get("config"))
+        return []
+
+    def _configure(self, config: Any) -> None:
+        if isinstance(config, dict):
+            self.cwd = str(config.get("cwd") or self.cwd)
+            self.model = str(config.get("model") or self.model)
+
+    def _thread_state(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        state = str(data.get("state") or "idle")
+        if state == self.state:
+            return []
+        self.state = state
+        return [self._status_changed()]
+
+    def _status_changed(self) -> Notify:
+        return Notify("thread/status/changed", {"threadId": self.uuid, "status": self.status})
+
+    # -- turns -------------------------------------------------------------------------------
+
+    def _turn_started(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        out = self._close_turn("interrupted", None, ms)  # a turn left open (a crash): close it
+        self.turn = TurnView(str(data.get("turn_id")), ms / 1000)
+        if self.keep_turns:
+            self.turns.append(self.turn)
+        self._delivered.clear()
+        out.append(Notify("turn/started", {"threadId": self.uuid, "turn": self.turn.to_turn("notLoaded")}))
+        return out
+
+    def _close_turn(self, status: str, error: dict[str, Any] | None, ms: int) -> list[Out]:
+        turn = self.turn
+        if turn is None:
+            return []
+        out: list[Out] = []
+        for call in self._calls.values():
+            call.abandon()
+            out.append(self._completed(call.item(), self._call_started.get(call.call_id, ms), ms))
+        self._calls.clear()
+        self._streaming.clear()
+        if error is not None:
+            out.append(Notify("error", {"threadId": self.uuid, "turnId": turn.id, "error": error, "willRetry": False}))
+        turn.status, turn.error, turn.completed_at = status, error, ms / 1000
+        self.turn = None
+        out.append(Notify("turn/completed", {"threadId": self.uuid, "turn": turn.to_turn("summary")}))
+        return out
+
+    def _turn_retry(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        if self.turn is None:
+            return []
+        message = f"retrying the model request (attempt {data.get('attempt')}): {data.get('reason')}"
+        return [Notify("error", {"threadId": self.uuid, "turnId": self.turn.id, "error": {"message": message}, "willRetry": True})]
+
+    def _turn_usage(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        last = usage_breakdown(data)
+        for key, value in last.items():
+            self.total[key] += value
+        window = self._context_window(self.model) if self._context_window is not None and self.model else None
+        usage = {"total": dict(self.total), "last": last, "modelContextWindow": window}
+        turn_id = str(data.get("turn_id") or self.running_turn or "")
+        return [Notify("thread/tokenUsage/updated", {"threadId": self.uuid, "turnId": turn_id, "tokenUsage": usage})]
+
+    def _plan_updated(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        turn_id = data.get("turn_id") or self.running_turn
+        if not turn_id:
+            return []
+        steps = [step for step in data.get("steps") or () if isinstance(step, dict)]
+        plan = [{"step": str(step.get("step", "")), "status": PLAN_STATUS.get(str(step.get("status")), "pending")} for step in steps]
+        params = {"threadId": self.uuid, "turnId": str(turn_id), "explanation": data.get("explanation"), "plan": plan}
+        return [Notify("turn/plan/updated", params)]
+
+    def _rate_limits(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        limits = [entry for entry in data.get("limits") or () if isinstance(entry, dict)]
+        return [Notify("account/rateLimits/updated", {"rateLimits": shapes.rate_limits(entry)}) for entry in limits]
+
+    def _compacted(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        if self.turn is None:
+            return []
+        return [Notify("thread/compacted", {"threadId": self.uuid, "turnId": self.turn.id})]
+
+    # -- items -------------------------------------------------------------------------------
+
+    def _input_delivered(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        self._delivered.append(str(data.get("input_id")))
+        return []
+
+    def _item_completed(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        item = data.get("item")
+        if not isinstance(item, dict) or self.turn is None:
+            return []
+        if items.is_user_message(item):
+            input_id = self._delivered.popleft() if self._delivered else f"item-{seq}"
+            user = items.user_message(input_id, item, self.client_ids.get(input_id))
+            if self.first_user_text is None:
+                self.first_user_text = next((part["text"] for part in user["content"] if part["type"] == "text"), None)
+            return [self._started(user, ms), self._completed(user, ms, ms)]
+        if items.is_assistant_message(item):
+            return self._finish_streamed("agentMessage", items.message_text(item), ms, seq)
+        if item.get("type") == "reasoning":
+            return self._finish_streamed("reasoning", items.reasoning_summary(item), ms, seq)
+        return []
+
+    def _finish_streamed(self, kind: str, content: Any, ms: int, seq: int) -> list[Out]:
+        """The finished agent message or reasoning item (started here if nothing streamed)."""
+        build = _STREAMED[kind][0]
+        out: list[Out] = []
+        streaming = self._streaming.pop(kind, None)
+        if streaming is None:
+            streaming = _Streaming(f"item-{seq}", ms)
+            out.append(self._started(build(streaming.item_id, [] if kind == "reasoning" else ""), ms))
+        out.append(self._completed(build(streaming.item_id, content), streaming.started_ms, ms))
+        return out
+
+    def _delta(self, kind: str, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        """A streamed piece of an agent message or reasoning summary (``kind``)."""
+        if self.turn is None:
+            return []
+        build, method, extra = _STREAMED[kind]
+        item_id = str(data.get("item_id") or f"item-{seq}")
+        out: list[Out] = []
+        streaming = self._streaming.get(kind)
+        if streaming is None or streaming.item_id != item_id:
+            self._streaming[kind] = _Streaming(item_id, ms)
+            out.append(self._started(build(item_id, [] if kind == "reasoning" else ""), ms))
+        out.append(Notify(method, {**self._ids(), "itemId": item_id, "delta": str(data.get("delta", "")), **extra}))
+        return out
+
+    def _tool_started(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        if self.turn is None:
+            return []
+        call = items.tool_call(str(data.get("call_id")), str(data.get("name")), data.get("arguments"), self.cwd)
+        if call is None:
+            return []
+        self._calls[call.call_id] = call
+        self._call_started[call.call_id] = ms
+        return [self._started(call.item(), ms)]
+
+    def _tool_output(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        call = self._calls.get(str(data.get("call_id")))
+        if call is None or call.kind != "commandExecution" or self.turn is None:
+            return []
+        params = {**self._ids(), "itemId": call.call_id, "delta": str(data.get("chunk", ""))}
+        return [Notify("item/commandExecution/outputDelta", params)]
+
+    def _tool_completed(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        call_id = str(data.get("call_id"))
+        call = self._calls.pop(call_id, None)
+        if call is None or self.turn is None:
+            return []
+        call.finish(data)
+        return [self._completed(call.item(), self._call_started.pop(call_id, ms), ms)]
+
+    def _started(self, item: dict[str, Any], ms: int) -> Notify:
+        return Notify("item/started", {"item": item, **self._ids(), "startedAtMs": ms})
+
+    def _completed(self, item: dict[str, Any], started_ms: int, ms: int) -> Notify:
+        if self.turn is not None and self.keep_turns:
+            self.turn.entries.append(Entry(item, started_ms, ms))
+        elif self.turn is not None and item["type"] == "agentMessage":
+            self.turn.entries[:] = [Entry(item, started_ms, ms)]  # only the summary is needed live
+        return Notify("item/completed", {"item": item, **self._ids(), "completedAtMs": ms})
+
+    def _ids(self) -> dict[str, str]:
+        return {"threadId": self.uuid, "turnId": self.turn.id if self.turn is not None else ""}
+
+    # -- approvals ---------------------------------------------------------------------------
+
+    def _approval_requested(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        approval_id = str(data.get("request_id"))
+        self.approvals[approval_id] = data
+        return [self._ask(approval_id, data), self._status_changed()]
+
+    def _ask(self, approval_id: str, data: dict[str, Any]) -> AskApproval:
+        call = self._calls.get(str(data.get("call_id")))
+        ms = int(float(data.get("requested_at") or 0) * 1000)
+        return AskApproval(approval_id, *approval_request(self.uuid, data, call, self.cwd, ms))
+
+    def pending_asks(self, still_waiting: set[str]) -> list[Out]:
+        """Requests for the approvals seen pending that echsd still waits on (a client
+        that attaches to a thread mid-approval is asked too)."""
+        return [self._ask(approval_id, data) for approval_id, data in self.approvals.items() if approval_id in still_waiting]
+
+    def _approval_resolved(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        approval_id = str(data.get("request_id"))
+        if self.approvals.pop(approval_id, None) is None:
+            return []
+        return [ApprovalEnded(approval_id, str(data.get("decision"))), self._status_changed()]
+
+
+def approval_request(
+    thread_uuid: str, data: Mapping[str, Any], call: items.ToolCall | None, cwd: str, ms: int
+) -> tuple[str, dict[str, Any]]:
+    """The server request (method, params) asking a client to decide an echsd approval."""
+    base = {
+        "threadId": thread_uuid,
+        "turnId": str(data.get("turn_id") or ""),
+        "itemId": str(data.get("call_id") or ""),
+        "startedAtMs": ms,
+    }
+    summary = str(data.get("summary") or data.get("tool") or "")
+    if call is not None and call.kind == "fileChange":
+        return "item/fileChange/requestApproval", {**base, "reason": summary}
+    if call is not None and call.kind == "commandExecution":
+        command, script, where = call.command, call.script, call.cwd
+    else:
+        command, script, where = summary, summary, cwd
+    params = {**base, "command": command, "cwd": where, "commandActions": [{"type": "unknown", "command": script}]}
+    return "item/commandExecution/requestApproval", params
+
+
+# Streamed item kinds: how to build the item, the delta notification, its extra params.
+_STREAMED: dict[str, tuple[Callable[[str, Any], dict[str, Any]], str, dict[str, Any]]] = {
+    "agentMessage": (items.agent_message, "item/agentMessage/delta", {}),
+    "reasoning": (items.reasoning, "item/reasoning/summaryTextDelta", {"summaryIndex": 0}),
+}
+
+
+def _make_turn_end(status: str) -> Callable[[ThreadTranslator, dict[str, Any], int, int], list[Out]]:
+    def handler(self: ThreadTranslator, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        if self.turn is None or (data.get("turn_id") is not None and data.get("turn_id") != self.turn.id):
+            if status == "failed" and data.get("error"):
+                message = _error_message(data.get("error"))
+                return [Notify("warning", {"threadId": self.uuid, "message": message})]
+            return []
+        error = {"message": _error_message(data.get("error"))} if status == "failed" else None
+        return self._close_turn(status, error, ms)
+
+    return handler
+
+
+def _error_message(error: Any) -> str:
+    if isinstance(error, dict):
+        code, message = error.get("code"), error.get("message")
+        return f"{message} ({code})" if code and message else str(message or code or "the turn failed")
+    return str(error or "the turn failed")
+
+
+_HANDLERS: dict[str, Callable[[ThreadTranslator, dict[str, Any], int, int], list[Out]]] = {
+    "thread.created": ThreadTranslator._thread_created,
+    "thread.configured": ThreadTranslator._thread_configured,
+    "thread.state": ThreadTranslator._thread_state,
+    "thread.compacted": ThreadTranslator._compacted,
+    "plan.updated": ThreadTranslator._plan_updated,
+    "account.rate_limits": ThreadTranslator._rate_limits,
+    "turn.started": ThreadTranslator._turn_started,
+    "turn.retry": ThreadTranslator._turn_retry,
+    "turn.usage": ThreadTranslator._turn_usage,
+    "input.delivered": ThreadTranslator._input_delivered,
+    "item.completed": ThreadTranslator._item_completed,
+    "turn.delta": lambda self, data, ms, seq: self._delta("agentMessage", data, ms, seq),
+    "turn.reasoning_delta": lambda self, data, ms, seq: self._delta("reasoning", data, ms, seq),
+    "tool.started": ThreadTranslator._tool_started,
+    "tool.output": ThreadTranslator._tool_output,
+    "tool.completed": ThreadTranslator._tool_completed,
+    "approval.requested": ThreadTranslator._approval_requested,
+    "approval.resolved": ThreadTranslator._approval_resolved,
+    **{event: _make_turn_end(status) for event, status in TURN_END_STATUS.items()},
+}
