@@ -21,6 +21,7 @@ __all__ = [
     "InputRow",
     "ThreadRow",
     "append_items",
+    "delete_threads",
     "delete_blackboard",
     "fold_deltas",
     "insert_input",
@@ -98,6 +99,16 @@ def replace_items(thread_id: str, items: list[dict[str, Any]]) -> Statement:
             conn.executemany(_INSERT_ITEM, rows)
 
     return replace
+
+
+def delete_threads(thread_ids: list[str]) -> Statement:
+    """``thread.delete``: the threads' rows, history, inputs and event logs, gone together."""
+
+    def delete(conn: Conn) -> None:
+        for table in ("events", "event_gaps", "items", "inputs", "threads"):
+            conn.executemany(f"DELETE FROM {table} WHERE thread_id = ?", [(thread_id,) for thread_id in thread_ids])
+
+    return delete
 
 
 def insert_input(row: InputRow) -> Statement:

@@ -362,6 +362,14 @@ class ThreadActor:
         await unit.wait()
         return record.to_object()
 
+    async def op_retire(self, reply: Reply, retired: bool = True) -> dict[str, Any]:
+        """Hold still for ``thread.delete`` (refused while a turn runs)."""
+        self.core.retire(retired)
+        return {"thread_id": self.thread_id}
+
+    async def op_forget_child(self, reply: Reply, child_id: str) -> None:
+        self.core.forget_child(child_id)
+
     async def op_child_finished(self, reply: Reply, data: dict[str, Any]) -> None:
         """A sub-agent's turn ended: tell this thread's clients (``subagent.completed``)."""
         if self.core.alive:
@@ -392,4 +400,6 @@ OPS: dict[str, Callable[..., Awaitable[Any]]] = {
     "adopt_child": ThreadActor.op_adopt_child,
     "register_tools": ThreadActor.op_register_tools,
     "child_finished": ThreadActor.op_child_finished,
+    "retire": ThreadActor.op_retire,
+    "forget_child": ThreadActor.op_forget_child,
 }

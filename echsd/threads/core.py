@@ -68,6 +68,7 @@ class ThreadCore(ControlDecisions, TurnDecisions):
         "extra",
         "inputs",
         "parent",
+        "retired",
         "state",
         "stopping",
         "thread_id",
@@ -103,6 +104,7 @@ class ThreadCore(ControlDecisions, TurnDecisions):
         self.inputs = InputQueue(thread_id, pending_inputs)
         self.turn: TurnState | None = None
         self.stopping = False  # the daemon is shutting down: no new turn
+        self.retired = False  # being deleted: takes nothing
         self._kill_reason = "killed"
         self._new_turn_id = new_turn_id
 
@@ -265,7 +267,7 @@ class ThreadCore(ControlDecisions, TurnDecisions):
 
     def next_turn(self) -> Effects | None:
         """Start a turn for the head of the queue, if the thread can take one now."""
-        if self.stopping or self.turn is not None or self.compaction is not None:
+        if self.stopping or self.retired or self.turn is not None or self.compaction is not None:
             return None
         if self.state is not ThreadState.IDLE:
             return None
@@ -322,14 +324,30 @@ class ThreadCore(ControlDecisions, TurnDecisions):
             raise InvalidState(f"thread {self.thread_id} is killed or being killed: it takes no new children")
         if self.stopping:
             raise InvalidState("the daemon is shutting down: no new threads")
+        if self.retired:
+            raise InvalidState(f"thread {self.thread_id} is being deleted: it takes no new children")
 
     def add_child(self, child_id: str) -> None:
         self.check_accepts_children()
         self.children.append(child_id)
 
+    def forget_child(self, child_id: str) -> None:
+        """A child was deleted (``thread.delete``)."""
+        if child_id in self.children:
+            self.children.remove(child_id)
+
+    def retire(self, retired: bool = True) -> None:
+        """Hold still for deletion (``thread.delete``): only a thread with nothing running,
+        and from then on it takes nothing at all (``retired=False``: the deletion failed)."""
+        if retired and (self.state is ThreadState.RUNNING or self.turn is not None or self.compaction is not None):
+            raise InvalidState(f"thread {self.thread_id} is running: interrupt (or kill) it before deleting it")
+        self.retired = retired
+
     # ---- helpers (every mutation below is reached from a public method above) -------------
 
     def check_alive(self) -> None:
+        if self.retired:
+            raise InvalidState(f"thread {self.thread_id} is being deleted")
         if self.state is ThreadState.KILLED:
             raise InvalidState(f"thread {self.thread_id} is killed")
 

@@ -109,6 +109,12 @@ class ThreadService:
         result: dict[str, Any] = await self.supervisor.call(thread_id, "compact", timeout_s=300.0)
         return result
 
+    def tree(self, thread_id: str | None = None) -> list[dict[str, Any]]:
+        return self.supervisor.tree(thread_id)
+
+    async def delete(self, thread_id: str) -> dict[str, Any]:
+        return await self.supervisor.delete(thread_id)
+
     def approvals(self, thread_id: str | None = None) -> list[dict[str, Any]]:
         if thread_id is not None:
             self.supervisor.record(thread_id)

@@ -309,6 +309,46 @@ class Supervisor:
                 for child in children:
                     nursery.start_soon(self._kill_tree, child, f"ancestor {root} was killed", killed, root)
 
+    def tree(self, thread_id: str | None = None) -> list[dict[str, Any]]:
+        """``{thread_id, state, children: [...]}`` under ``thread_id`` (or every root)."""
+
+        def node(tid: str) -> dict[str, Any]:
+            core = self.records[tid].core
+            return {"thread_id": tid, "state": core.state.value, "children": [node(child) for child in core.children if child in self.records]}
+
+        if thread_id is not None:
+            return [node(self.record(thread_id).thread_id)]
+        roots = sorted((r for r in self.records.values() if r.core.parent not in self.records), key=lambda r: r.core.created_at)
+        return [node(record.thread_id) for record in roots]
+
+    async def delete(self, thread_id: str) -> dict[str, Any]:
+        """Delete a thread and its descendants, history and events: refused while any of
+        them runs. Each is retired (its actor stops, taking nothing more) before a single
+        unit removes them all, so nothing can start on a thread being deleted."""
+        record = self.record(thread_id)
+        doomed = [thread_id, *self.descendants(thread_id)]
+        retired: list[str] = []
+        try:
+            for target in doomed:  # parents first: a retired thread takes no new children
+                await self.call(target, "retire")
+                retired.append(target)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                for target in retired:
+                    await self.call(target, "retire", retired=False)
+            raise
+        await self.store.writer.wait_room()
+        unit = self.store.writer.put_nowait(Unit(statements=[ops.delete_threads(doomed)]))
+        await unit.wait()
+        for target in doomed:
+            gone = self.records.pop(target, None)
+            if gone is not None and gone.actor_started:
+                gone.mailbox_send.send_nowait(Request("shutdown", {}))  # its actor ends; nothing refers to it
+        parent = record.core.parent
+        if parent is not None and parent in self.records:
+            await self.call(parent, "forget_child", child_id=thread_id)
+        return {"deleted": doomed}
+
     # ---- shutdown --------------------------------------------------------------------
 
     async def shutdown(self, timeout_s: float = 8.0) -> None:

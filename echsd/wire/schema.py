@@ -371,6 +371,30 @@ OPS: tuple[OpSpec, ...] = (
         positional=("thread_id",),
     ),
     OpSpec(
+        "thread.tree",
+        "The thread tree under a thread, or under every root, with states.",
+        (Param("thread_id", THREAD_ID, "the top of the tree (default: every root thread)"),),
+        "list of `{thread_id, state, children: [...]}` (nested)",
+        {"thread_id": _TID},
+        [{"thread_id": _TID, "state": "running", "children": [{"thread_id": "thr_1111111111111111", "state": "idle", "children": []}]}],
+        handler=lambda c, p: c.service.tree(**p),
+        method="thread_tree",
+        positional=("thread_id",),
+    ),
+    OpSpec(
+        "thread.delete",
+        "Deletes a thread with its descendants, history and events.",
+        (_thread(),),
+        "`{deleted: [thread ids]}`",
+        {"thread_id": _TID},
+        {"deleted": [_TID, "thr_1111111111111111"]},
+        notes="Refused with `invalid_state` while the thread or a descendant runs (interrupt or kill it first). "
+        "Their event streams end; their ids are not_found from then on.",
+        handler=lambda c, p: c.service.delete(**p),
+        method="delete_thread",
+        positional=("thread_id",),
+    ),
+    OpSpec(
         "tool.register",
         "Offers this connection's tools to a thread's model while the connection stays open.",
         (
@@ -434,8 +458,6 @@ RESERVED_OPS: tuple[str, ...] = (
     "blackboard.set",
     "blackboard.list",
     "blackboard.delete",
-    "thread.delete",
-    "thread.tree",
 )
 
 OPS_BY_NAME: dict[str, OpSpec] = {spec.name: spec for spec in OPS}
