@@ -74,7 +74,7 @@ EVENT_TYPES: dict[str, EventSpec] = {
     "thread.killed": EventSpec("The thread was killed for good.", {"reason": "text"}),
     "thread.compacted": EventSpec(
         "The thread's context was compacted.",
-        {"items_before": "int", "items_after": "int", "reason": "manual | auto"},
+        {"items_before": "int", "items_after": "int", "reason": "manual | auto | context_length_exceeded"},
     ),
     "turn.started": EventSpec(
         "A turn started.", {"turn_id": "str", "input_ids": "inputs that started it"}

@@ -21,6 +21,7 @@ from echsd.errors import Conflict, EchsError, Internal, UpstreamError
 from echsd.logs import get_logger
 from echsd.store import Unit, ops, queries
 from echsd.threads.agents import ThreadAgents
+from echsd.threads.compactor import compact_head
 from echsd.threads.config import ConfigRules, ThreadConfig
 from echsd.threads.core import ThreadCore
 from echsd.threads.effects import Effects, Park, TurnState
@@ -251,9 +252,7 @@ class ThreadActor:
         try:
             replacement = None
             with scope:
-                replacement = await self.services.client.compact(
-                    model=config.model, instructions=config.rendered_instructions(), input=items
-                )
+                replacement = await compact_head(self.services.client, config, items, self.thread_id)
             effects = None
             if replacement is not None:
                 await self.log.ready()

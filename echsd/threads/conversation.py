@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from echsd.errors import Conflict, InvalidState
 from echsd.store import ops
+from echsd.threads.compaction import estimate_tokens, tail_start
 from echsd.threads.effects import Effects
 from echsd.threads.history import last_assistant_text, repair
 
@@ -27,13 +28,15 @@ REPAIR_REASONS = {
 
 
 class Conversation:
-    __slots__ = ("thread_id", "items", "compaction", "_compactions")
+    __slots__ = ("thread_id", "items", "compaction", "_compactions", "_tail", "measured")
 
     def __init__(self, thread_id: str) -> None:
         self.thread_id = thread_id
         self.items: list[dict[str, Any]] | None = None  # None until the thread is loaded
         self.compaction: int | None = None  # the token of the compaction in progress
         self._compactions = 0
+        self._tail = 0  # where the tail the compaction keeps begins
+        self.measured: tuple[int, int] | None = None  # (tokens the endpoint reported, history length then)
 
     def load(self, items: Sequence[dict[str, Any]]) -> None:
         self.items = list(items)
@@ -64,25 +67,45 @@ class Conversation:
         if removed <= 0:
             return 0
         self.items = list(keep)
+        self.compaction = None  # a compaction planned on the old history counts for nothing
+        self.measured = None
         fx.emit("history.pruned", {"items_before": len(history), "items_after": len(self.items), "reason": reason})
         fx.statements.append(ops.replace_items(self.thread_id, list(self.items)))
         return removed
 
-    def begin_compaction(self) -> tuple[int, list[dict[str, Any]]]:
+    def measure(self, tokens: int) -> None:
+        """The endpoint reported how many tokens the context now holds."""
+        self.measured = (tokens, len(self._loaded()))
+
+    def context_tokens(self) -> int:
+        """How full the context is: the last measure, plus an estimate of what came since."""
+        history = self._loaded()
+        if self.measured is None or self.measured[1] > len(history):
+            return estimate_tokens(history)
+        tokens, at = self.measured
+        return tokens + estimate_tokens(history[at:])
+
+    def begin_compaction(self, keep_user_turns: int) -> tuple[int, list[dict[str, Any]]] | None:
+        """Reserve the history for a compaction of its head (all but the last
+        ``keep_user_turns`` user turns); None when there is no head to compact."""
         if self.compaction is not None:
             raise Conflict("a compaction is already running")
-        if not self.items:
-            raise InvalidState("nothing to compact: the history is empty")
+        history = self._loaded()
+        tail = tail_start(history, keep_user_turns)
+        if tail == 0:
+            return None
         self._compactions += 1
-        self.compaction = self._compactions
-        return self.compaction, list(self.items)
+        self.compaction, self._tail = self._compactions, tail
+        return self.compaction, list(history[:tail])
 
     def finish_compaction(self, token: int, replacement: Sequence[dict[str, Any]], reason: str) -> Effects | None:
         if self.compaction != token:
             return None
         self.compaction = None
-        before = len(self._loaded())
-        self.items = list(replacement)
+        self.measured = None
+        history = self._loaded()
+        before = len(history)
+        self.items = [*replacement, *history[self._tail :]]
         fx = Effects()
         fx.emit("thread.compacted", {"items_before": before, "items_after": len(self.items), "reason": reason})
         fx.statements.append(ops.replace_items(self.thread_id, list(self.items)))

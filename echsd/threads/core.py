@@ -38,6 +38,7 @@ from echsd.store import InputRow, ThreadRow, ops
 from echsd.threads.config import ConfigRules, ThreadConfig, reconfigure
 from echsd.threads.control import ControlDecisions
 from echsd.threads.turndecisions import TurnDecisions
+from echsd.threads.compaction import AUTO_KEEP_USER_TURNS
 from echsd.threads.conversation import Conversation
 from echsd.threads.effects import (
     Effects,
@@ -307,7 +308,20 @@ class ThreadCore(ControlDecisions, TurnDecisions):
         self.check_alive()
         if self.turn is not None:
             raise Conflict("a turn is running; compact between turns (interrupt or wait)")
-        return self.conversation.begin_compaction()
+        if not self.history:
+            raise InvalidState("nothing to compact: the history is empty")
+        planned = self.conversation.begin_compaction(keep_user_turns=0)  # a manual compaction takes it all
+        assert planned is not None
+        return planned
+
+    def begin_turn_compaction(self) -> tuple[int, list[dict[str, Any]]] | None:
+        """The running turn compacts before a request that would overfill the context: all
+        but the last user turn; None when nothing older than it is left to compact."""
+        self._running_turn()
+        return self.conversation.begin_compaction(keep_user_turns=AUTO_KEEP_USER_TURNS)
+
+    def context_tokens(self) -> int:
+        return self.conversation.context_tokens()
 
     def finish_compaction(self, token: int, replacement: Sequence[dict[str, Any]], reason: str = "manual") -> Effects | None:
         """The compacted history replaces the old one; None if the compaction was cancelled."""

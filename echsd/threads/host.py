@@ -46,6 +46,13 @@ class TurnHost(Protocol):
     def settle(self) -> bool:
         """The model is done: True if steers wait (go on), else the turn takes no more steers."""
 
+    def context_full(self) -> bool:
+        """The next request would pass the model's compaction threshold."""
+
+    async def compact(self, reason: str) -> bool:
+        """Compact all but the last user turn; False if there was nothing to compact (or the
+        endpoint failed at it: the turn goes on and may still fit)."""
+
     def add_usage(self, usage: Usage) -> None:
         """One response's usage (the host prices it from the catalog)."""
 

@@ -12,7 +12,9 @@ The endpoint's notices become events and thread facts: each retry the client mak
 ``turn.retry`` event (clients show it instead of silence), rate limits an
 ``account.rate_limits`` event, a refused reasoning summary or unreadable reasoning a lasting
 change of what the thread sends. A stream that breaks after output started is requested
-again with the same retry budget, its partial output left out of the history.
+again with the same retry budget, its partial output left out of the history. Before a
+request that would pass the model's compaction threshold, and after the endpoint refused
+one as too long, the history's older part is compacted (``compaction.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from echsd.codex import (
     Completed,
+    ContextWindowExceeded,
     ItemDone,
     ModelError,
     OutputInterrupted,
@@ -61,7 +64,7 @@ async def run_turn(host: TurnHost) -> tuple[str, dict[str, str] | None]:
 async def _loop(host: TurnHost) -> None:
     while True:
         await host.deliver_steers()
-        calls = await _one_response(host)
+        calls = await _fitting_response(host)
         if calls:
             await run_tool_calls(host, calls)
             continue
@@ -85,6 +88,19 @@ def build_request(host: TurnHost) -> ResponsesRequest:
         prompt_cache_key=host.thread_id,
         session_id=host.thread_id,
     )
+
+
+async def _fitting_response(host: TurnHost) -> list[dict[str, Any]]:
+    """One response, compacting first when the context is nearly full, and once more (then
+    retrying) when the endpoint says it is too long. At most one compaction per request, so
+    a history that cannot shrink fails the turn instead of looping."""
+    compacted = host.context_full() and await host.compact("auto")
+    try:
+        return await _one_response(host)
+    except ContextWindowExceeded:
+        if compacted or not await host.compact("context_length_exceeded"):
+            raise
+    return await _one_response(host)
 
 
 async def _one_response(host: TurnHost) -> list[dict[str, Any]]:

@@ -80,6 +80,8 @@ class TurnDecisions:
         for key in USAGE_KEYS:
             turn.usage[key] += int(usage.get(key, 0))
         turn.usage["cost_usd"] += cost_usd or 0.0
+        if usage.get("input_tokens"):  # what the context holds now, as the endpoint counts it
+            self.conversation.measure(int(usage["input_tokens"]) + int(usage.get("output_tokens", 0)))
 
     def discard_since(self, start: int, reason: str) -> Effects:
         """Forget the items from ``start`` on (a response that broke after output started:

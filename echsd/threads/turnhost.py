@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from echsd.codex import RateLimits, ResponsesClient, Usage
+from echsd.codex import ModelError, RateLimits, ResponsesClient, Usage
+from echsd.logs import get_logger
+from echsd.threads.compactor import compact_head
 from echsd.settings import Tuning
 from echsd.store import Unit
 from echsd.ids import new_approval_id
@@ -23,6 +25,9 @@ from echsd.threads.eventlog import ThreadLog
 from echsd.tools.base import ToolContext
 from echsd.tools.capabilities import ThreadCapabilities
 from echsd.tools.registry import ToolRegistry
+
+
+log = get_logger(__name__)
 
 
 @dataclass(eq=False)
@@ -80,6 +85,30 @@ class ActorTurnHost:
             self.core.config.model, input_tokens=usage.input_tokens, cached_tokens=usage.cached_tokens, output_tokens=usage.output_tokens
         )
         self.core.add_usage(counts, cost)
+
+    def context_full(self) -> bool:
+        return self.core.context_tokens() >= self.client.catalog.get(self.core.config.model).compact_at
+
+    async def compact(self, reason: str) -> bool:
+        planned = self.core.begin_turn_compaction()
+        if planned is None:
+            return False
+        token, head = planned
+        try:
+            replacement = await compact_head(self.client, self.core.config, head, self.thread_id)
+        except ModelError as exc:
+            log.warning("compaction failed; the turn goes on", thread_id=self.thread_id, error=exc.message)
+            self.core.abort_compaction(token)
+            return False
+        except BaseException:
+            self.core.abort_compaction(token)
+            raise
+        await self.log.ready()
+        effects = self.core.finish_compaction(token, replacement, reason)
+        if effects is None:
+            return False
+        self.commit(effects)
+        return True
 
     async def discard_since(self, start: int, reason: str) -> None:
         await self.log.ready()

@@ -187,6 +187,13 @@ class MockApp:
     def _compact(self, body: dict[str, Any]) -> JsonAnswer:
         """Like the real endpoint: the user messages kept verbatim plus one opaque compaction item."""
         items = input_items(body.get("input"))
+        try:
+            conditions = select(self.script, items).conditions
+        except ScriptError:
+            conditions = None
+        if conditions is not None and not conditions.compact_call:
+            message = "Invalid URL (POST /v1/responses/compact)"  # what a Responses endpoint without the call says
+            return JsonAnswer(404, {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}})
         kept = [item for item in items if is_user_message(item)]
         summary = f"mock compaction of {len(items)} items"
         compaction = {

@@ -23,7 +23,7 @@ _STEP_FIELDS = frozenset(
     | set(_FAULT_FIELDS)
 )
 _USAGE_FIELDS = frozenset({"input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens"})
-_CONDITION_FIELDS = frozenset({"org_verified", "context_window"})
+_CONDITION_FIELDS = frozenset({"org_verified", "context_window", "compact_call"})
 
 
 class ScriptError(ValueError):
@@ -74,6 +74,7 @@ class Conditions:
 
     org_verified: bool = True  # False: reasoning summaries are refused, as for unverified organisations
     context_window: int | None = None  # None: the catalog's window for known models, else unlimited
+    compact_call: bool = True  # False: responses/compact answers 404, as on endpoints without it
 
 
 @dataclass(frozen=True)
@@ -238,6 +239,10 @@ def parse_conditions(obj: Any, where: str, base: Conditions = Conditions()) -> C
         conditions = replace(conditions, org_verified=obj["org_verified"])
     if "context_window" in obj:
         conditions = replace(conditions, context_window=_count(obj["context_window"], f"{where}.context_window"))
+    if "compact_call" in obj:
+        if not isinstance(obj["compact_call"], bool):
+            raise ScriptError(f"{where}.compact_call: expected true or false, got {obj['compact_call']!r}")
+        conditions = replace(conditions, compact_call=obj["compact_call"])
     return conditions
 
 
