@@ -150,12 +150,16 @@ EVENT_TYPES: dict[str, EventSpec] = {
         "The turn waits for a free slot before it runs (too many sub-agent turns at once).",
         {"turn_id": "str", "reason": "text"},
     ),
+    "run.finished": EventSpec(
+        "An autonomous run (`thread.send {steps}`) ended.",
+        {"input_id": "the input that started it", "turns": "int", "reason": "done | steps | interrupt | pause | kill | shutdown | error | restart"},
+    ),
     "history.pruned": EventSpec(
         "Items left the history (a broken response's partial output, reasoning another model cannot read).",
         {"items_before": "int", "items_after": "int", "reason": "text"},
     ),
     "turn.completed": EventSpec(
-        "The turn ended normally.", {"turn_id": "str", "final_text": "last assistant text"}
+        "The turn ended normally.", {"turn_id": "str", "final_text": "last assistant text (the finish marker %%DONE%% stripped)", "done": "true when the reply ended an autonomous run"}
     ),
     "turn.interrupted": EventSpec(
         "The turn ended by interrupt, pause, kill or daemon restart.",

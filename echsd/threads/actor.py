@@ -276,7 +276,15 @@ class ThreadActor:
 
     # ---- operations (mailbox handlers) -----------------------------------------------
 
-    async def op_send(self, reply: Reply, text: str, mode: str | None = None, client_msg_id: str | None = None) -> dict[str, Any]:
+    async def op_send(
+        self,
+        reply: Reply,
+        text: str,
+        mode: str | None = None,
+        client_msg_id: str | None = None,
+        steps: int | None = None,
+        attachments: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         self.core.check_alive()
         if client_msg_id is not None:
             previous = self.core.previous_ack(client_msg_id) or await self._stored_ack(client_msg_id)
@@ -284,7 +292,7 @@ class ThreadActor:
                 return previous
         input_mode = parse_mode(mode)
         await self.log.ready()
-        ack, effects = self.core.receive_input(text, input_mode, client_msg_id)
+        ack, effects = self.core.receive_input(text, input_mode, client_msg_id, attachments=attachments or (), steps=steps)
         unit = self.commit(effects)
         # Shielded: once the input is in a unit, its ack must reach the client even if the
         # actor is being torn down meanwhile (e.g. its turn task crashed).

@@ -24,7 +24,8 @@ DEFAULT_INSTRUCTIONS = (
 )
 WRITES = ("allow", "dry-run", "deny")  # what apply_patch may do to files
 APPROVALS = ("never", "on-write", "always")  # which tool calls wait for a client's approval
-CONFIG_KEYS = ("cwd", "model", "reasoning", "instructions", "tools", "writes", "approval")
+CONFIG_KEYS = ("cwd", "model", "reasoning", "instructions", "tools", "writes", "approval", "steps")
+MAX_STEPS = 100  # turns an autonomous run may take
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class ThreadConfig:
     tools: tuple[str, ...]
     writes: str = "allow"
     approval: str = "never"
+    steps: int = 1  # > 1: every input starts an autonomous run of up to this many turns
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -119,7 +121,14 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "instructions": lambda value: _check_text("instructions", value, allow_empty=True),
     "writes": _choice("writes", WRITES),
     "approval": _choice("approval", APPROVALS),
+    "steps": lambda value: _check_steps(value),
 }
+
+
+def _check_steps(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEPS:
+        raise BadRequest(f"steps must be an integer from 1 to {MAX_STEPS} (got {value!r})")
+    return value
 
 
 class EffortCatalog(Protocol):

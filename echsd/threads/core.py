@@ -228,6 +228,9 @@ class ThreadCore(ControlDecisions, TurnDecisions):
             else:
                 fx.emit("turn.interrupted", {"turn_id": turn_id, "reason": "restart"})
             fx.emit("thread.state", {"state": self.state.value})
+            run = self.extra.pop("autorun", None)
+            if run is not None:  # its turn died with the daemon or the worker
+                fx.emit("run.finished", {"input_id": run["input_id"], "turns": run["turns"], "reason": "restart"})
         if turn_id is not None or self.state is not previous:
             fx.statements.append(ops.upsert_thread(self.to_row()))
         return fx
@@ -235,9 +238,19 @@ class ThreadCore(ControlDecisions, TurnDecisions):
     # ---- input ---------------------------------------------------------------------------
 
     def receive_input(
-        self, text: str, mode: InputMode, client_msg_id: str | None = None, input_id: str | None = None
+        self,
+        text: str,
+        mode: InputMode,
+        client_msg_id: str | None = None,
+        input_id: str | None = None,
+        *,
+        attachments: Sequence[dict[str, Any]] = (),
+        steps: int | None = None,
     ) -> tuple[dict[str, Any], Effects]:
-        """An input arrives: it starts a turn, waits in the queue or steers the running turn."""
+        """An input arrives: it starts a turn, waits in the queue or steers the running turn.
+
+        ``steps`` > 1 (default: the config's) makes it the start of an autonomous run,
+        unless it steers a running turn."""
         self.check_alive()
         disposition = input_disposition(
             self.state,
@@ -252,12 +265,18 @@ class ThreadCore(ControlDecisions, TurnDecisions):
             mode=mode,
             disposition=disposition,
             client_msg_id=client_msg_id,
+            attachments=list(attachments),
         )
+        steps = steps or self.config.steps
+        if steps > 1 and disposition is not Disposition.STEERED:
+            self.extra.setdefault("runs", {})[pending.input_id] = steps  # stored with the thread row
         if disposition is Disposition.STARTED:
             fx = self._start_turn([pending])
         elif disposition is Disposition.QUEUED:
             fx = Effects()
             self.inputs.append(fx, pending)
+            if steps > 1:
+                fx.statements.append(ops.upsert_thread(self.to_row()))
         else:
             fx = Effects()
             self.inputs.steer(fx, pending)
@@ -372,6 +391,7 @@ class ThreadCore(ControlDecisions, TurnDecisions):
 
     def _start_turn(self, inputs: Sequence[PendingInput]) -> Effects:
         turn = TurnState(turn_id=self._new_turn_id(), input_ids=[p.input_id for p in inputs])
+        self._join_run(turn, inputs[0].input_id)
         self.state = transition(self.state, Trigger.TURN_START)
         self.active_turn = turn.turn_id
         self.usage["turns"] = self.usage.get("turns", 0) + 1
@@ -382,6 +402,17 @@ class ThreadCore(ControlDecisions, TurnDecisions):
         self._deliver(fx, inputs, turn.turn_id)
         fx.statements.append(ops.upsert_thread(self.to_row()))
         return fx
+
+    def _join_run(self, turn: TurnState, input_id: str) -> None:
+        """A turn started by a run's first input, or by its continuation, belongs to it."""
+        run = self.extra.get("autorun")
+        steps = self.extra.get("runs", {}).pop(input_id, None)
+        if run is not None and run.get("awaiting") == input_id:
+            run["turns"] += 1
+            turn.autorun = True
+        elif steps:
+            self.extra["autorun"] = {"input_id": input_id, "steps": steps, "turns": 1, "awaiting": None}
+            turn.autorun = True
 
     def _deliver(self, fx: Effects, inputs: Sequence[PendingInput], turn_id: str) -> None:
         for pending in inputs:

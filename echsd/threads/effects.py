@@ -33,6 +33,7 @@ class TurnState:
     usage: dict[str, Any] = field(default_factory=empty_usage)
     final_text: str = ""  # the last assistant message of this turn
     final_text_at: int = -1  # its position in the history
+    autorun: bool = False  # a turn of an autonomous run (``autorun.py``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,10 @@ class TurnHost(Protocol):
     def history(self) -> Sequence[dict[str, Any]]: ...
 
     @property
+    def autorun(self) -> dict[str, Any] | None:
+        """The autonomous run this turn belongs to (``autorun.py``), if any."""
+
+    @property
     def reasoning_summaries(self) -> bool:
         """False once the endpoint refused summaries for this thread's organisation."""
 

@@ -63,6 +63,14 @@ class InputQueue:
         self.steering.append(pending)
         fx.statements.append(pending.write("steering"))
 
+    def push_front(self, fx: Effects, pending: PendingInput) -> None:
+        """An input that must run next (an autonomous run's continuation)."""
+        queue = self._loaded()
+        pending.position = 0
+        queue.appendleft(pending)
+        fx.statements.append(pending.write("queued"))
+        fx.emit("input.queued", {"input_id": pending.input_id, "position": 1})
+
     def popleft(self) -> PendingInput | None:
         queue = self._loaded()
         return queue.popleft() if queue else None

@@ -27,9 +27,21 @@ class PendingInput:
     position: int = 0
     created_at: float = field(default_factory=time.time)
     stored: bool = False  # a row exists already (queued/steering); else it is inserted on use
+    attachments: list[dict[str, Any]] = field(default_factory=list)  # files sent with the text
 
     def item(self) -> dict[str, Any]:
-        return user_message(self.text)
+        """The user message: the text, then each attached file (text tagged with its name,
+        an image as ``input_image``)."""
+        if not self.attachments:
+            return user_message(self.text)
+        content: list[dict[str, Any]] = [{"type": "input_text", "text": self.text}]
+        for attachment in self.attachments:
+            if attachment.get("type") == "image":
+                content.append({"type": "input_image", "image_url": attachment["image_url"]})
+            else:
+                body = f'<file name="{attachment.get("name", "")}">\n{attachment.get("text", "")}\n</file>'
+                content.append({"type": "input_text", "text": body})
+        return {"type": "message", "role": "user", "content": content}
 
     def row(self, status: str, turn_id: str | None = None, reason: str | None = None) -> InputRow:
         return InputRow(
@@ -38,7 +50,7 @@ class PendingInput:
             client_msg_id=self.client_msg_id,
             mode=self.mode.value,
             text=self.text,
-            attachments=[],
+            attachments=list(self.attachments),
             status=status,
             position=self.position,
             created_at=self.created_at,
@@ -69,6 +81,7 @@ class PendingInput:
             position=row.position,
             created_at=row.created_at,
             stored=True,
+            attachments=[a for a in row.attachments if isinstance(a, dict)],
         )
 
 

@@ -77,10 +77,20 @@ class ThreadService:
         result: dict[str, Any] = await self.supervisor.call(thread_id, "configure", config=config)
         return result
 
-    async def send(self, thread_id: str, text: str, mode: str | None = None, client_msg_id: str | None = None) -> dict[str, Any]:
+    async def send(
+        self,
+        thread_id: str,
+        text: str,
+        mode: str | None = None,
+        client_msg_id: str | None = None,
+        steps: int | None = None,
+        attachments: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         if not text.strip():
             raise BadRequest("text must not be empty")
-        result: dict[str, Any] = await self.supervisor.call(thread_id, "send", text=text, mode=mode, client_msg_id=client_msg_id)
+        result: dict[str, Any] = await self.supervisor.call(
+            thread_id, "send", text=text, mode=mode, client_msg_id=client_msg_id, steps=steps, attachments=attachments or []
+        )
         return result
 
     async def interrupt(self, thread_id: str, clear_queue: bool = False) -> dict[str, Any]:

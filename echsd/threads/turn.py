@@ -37,6 +37,7 @@ from echsd.codex import (
     TextDelta,
 )
 from echsd.logs import get_logger
+from echsd.threads.autorun import instructions_note
 from echsd.threads.history import CALL_TYPES
 from echsd.threads.host import TurnHost
 from echsd.threads.tool_runner import run_tool_calls
@@ -77,9 +78,10 @@ def build_request(host: TurnHost) -> ResponsesRequest:
     config = host.config
     custom_tools = host.client.catalog.get(config.model).custom_tools
     tools = [tool.spec.to_model(custom_tools=custom_tools) for tool in host.tools.offered(config.tools)]
+    run = host.autorun
     return ResponsesRequest(
         model=config.model,
-        instructions=config.rendered_instructions(),
+        instructions=config.rendered_instructions() + (instructions_note(run) if run else ""),
         input=list(host.history),
         tools=tools,
         parallel_tool_calls=True,

@@ -13,8 +13,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from echsd.codex import strip_reasoning_items
 from echsd.store import ops
+from echsd.ids import new_input_id
+from echsd.threads.autorun import continuation_text, end_reason, strip_marker
 from echsd.threads.effects import USAGE_KEYS, Effects, TurnEnd
-from echsd.threads.state import Trigger, transition
+from echsd.threads.inputs import PendingInput
+from echsd.threads.state import Disposition, InputMode, Trigger, transition
 
 if TYPE_CHECKING:
     from echsd.store import ThreadRow
@@ -28,6 +31,7 @@ class TurnDecisions:
     __slots__ = ()
 
     if TYPE_CHECKING:  # provided by ThreadCore
+        thread_id: str
         state: ThreadState
         turn: TurnState | None
         active_turn: str | None
@@ -123,14 +127,17 @@ class TurnDecisions:
         for key in (*USAGE_KEYS, "cost_usd"):
             self.usage[key] = self.usage.get(key, 0) + turn.usage[key]
         fx.emit("turn.usage", {"turn_id": turn.turn_id, **turn.usage})
+        final_text, done = strip_marker(turn.final_text)
         if status == "completed":
-            fx.emit("turn.completed", {"turn_id": turn.turn_id, "final_text": turn.final_text})
+            fx.emit("turn.completed", {"turn_id": turn.turn_id, "final_text": final_text, **({"done": True} if done else {})})
         elif status == "interrupted":
             fx.emit("turn.interrupted", {"turn_id": turn.turn_id, "reason": reason})
         else:
             fx.emit("turn.error", {"turn_id": turn.turn_id, "error": error})
         self.turn = None
         self.active_turn = None
+        if turn.autorun:
+            self._next_in_run(fx, status, reason, done)
         if reason == "kill":
             self._become_killed(fx, Trigger.KILL)
         else:
@@ -138,7 +145,18 @@ class TurnDecisions:
             self.state = transition(self.state, Trigger.TURN_END_PAUSED if reason == "pause" else Trigger.TURN_END)
             fx.emit("thread.state", {"state": self.state.value})
         # What a parent waiting on this thread reads (kept with the thread: restarts keep it).
-        self.extra["last_turn"] = {"turn_id": turn.turn_id, "status": status, "reason": reason, "final_text": turn.final_text}
+        self.extra["last_turn"] = {"turn_id": turn.turn_id, "status": status, "reason": reason, "final_text": final_text}
         fx.statements.append(ops.upsert_thread(self.to_row()))
-        fx.turn_end = TurnEnd(turn.turn_id, status, reason, error, turn.final_text, self.state.value)
+        fx.turn_end = TurnEnd(turn.turn_id, status, reason, error, final_text, self.state.value)
         return fx
+
+    def _next_in_run(self, fx: Effects, status: str, reason: str | None, done: bool) -> None:
+        """After a run's turn: queue its continuation ahead of everything, or end the run."""
+        run = self.extra["autorun"]
+        if status == "completed" and reason is None and not done and run["turns"] < run["steps"]:
+            pending = PendingInput(new_input_id(), self.thread_id, continuation_text(run), InputMode.QUEUE, Disposition.QUEUED)
+            self.inputs.push_front(fx, pending)
+            run["awaiting"] = pending.input_id
+            return
+        del self.extra["autorun"]
+        fx.emit("run.finished", {"input_id": run["input_id"], "turns": run["turns"], "reason": end_reason(status, reason, done)})

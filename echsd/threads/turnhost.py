@@ -57,6 +57,11 @@ class ActorTurnHost:
         return self.core.history
 
     @property
+    def autorun(self) -> dict[str, Any] | None:
+        turn = self.core.turn
+        return self.core.extra.get("autorun") if turn is not None and turn.autorun else None
+
+    @property
     def reasoning_summaries(self) -> bool:
         return not self.core.extra.get("no_reasoning_summary")
 

@@ -112,6 +112,34 @@ MESSAGE = _text(MAX_TEXT_CHARS)
 INSTRUCTIONS = _text(MAX_INSTRUCTIONS_CHARS, empty=True)
 PATH = Kind(f"path (at most {MAX_PATH_BYTES:,} bytes)", lambda v: isinstance(v, str) and bool(v), _path_problem)
 BOOL = Kind("boolean", lambda v: isinstance(v, bool))
+MAX_STEPS = 100
+MAX_ATTACHMENTS = 16
+MAX_ATTACHMENT_TEXT = 1_048_576  # characters of one attached text file
+STEPS = Kind(f"integer from 1 to {MAX_STEPS}", lambda v: _is_int(v) and v >= 1, lambda v: _range(1, MAX_STEPS)(v))
+
+
+def _attachments_problem(value: list[Any]) -> str | None:
+    if len(value) > MAX_ATTACHMENTS:
+        return f"a list of {len(value)} attachments; the limit is {MAX_ATTACHMENTS}"
+    for index, item in enumerate(value, start=1):
+        if not isinstance(item, dict) or item.get("type") not in ("text", "image"):
+            return f"not valid: attachment {index} must be a map with type text or image"
+        name = item.get("name", "")
+        if not isinstance(name, str) or _name_problem(name):
+            return f"not valid: attachment {index} has a bad name"
+        if item["type"] == "text":
+            if set(item) - {"type", "name", "text"} or not isinstance(item.get("text"), str):
+                return f"not valid: text attachment {index} is {{type, name, text}}"
+            if len(item["text"]) > MAX_ATTACHMENT_TEXT:
+                return f"not valid: attachment {index} has {len(item['text']):,} characters; the limit is {MAX_ATTACHMENT_TEXT:,}"
+        else:
+            url = item.get("image_url")
+            if set(item) - {"type", "name", "image_url"} or not isinstance(url, str) or not url.startswith("data:image/"):
+                return f"not valid: image attachment {index} is {{type, name, image_url: a data:image/... URL}}"
+    return None
+
+
+ATTACHMENTS = Kind("list of attachments", lambda v: isinstance(v, list), _attachments_problem)
 SPECS = Kind("list of tool specs", lambda v: isinstance(v, list), lambda v: None if len(v) <= MAX_TOOLS else f"a list of {len(v):,} specs; the limit is {MAX_TOOLS}")
 OUTPUT = _text(MAX_TEXT_CHARS, empty=True)
 SEQ = Kind("integer >= 0", lambda v: _is_int(v) and v >= 0, _range(0, MAX_SEQ))
@@ -204,5 +232,6 @@ CONFIG_PARAMS: tuple[Param, ...] = (
     Param("tools", TOOLS, "tool names, or edits of the default set"),
     Param("writes", STRING, "what apply_patch may do to files (default allow)", choices=("allow", "dry-run", "deny")),
     Param("approval", STRING, "which tool calls wait for approval (default never)", choices=("never", "on-write", "always")),
+    Param("steps", STEPS, "> 1: each input starts an autonomous run of up to this many turns (default 1)"),
 )
 CONFIG_BY_NAME: dict[str, Param] = {param.name: param for param in CONFIG_PARAMS}

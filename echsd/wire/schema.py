@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from echsd.wire.codec import PROTOCOL_VERSION
 from echsd.wire.params import (
+    ATTACHMENTS,
     BOOL,
     CONFIG,
     CONFIG_PARAMS,
@@ -34,6 +35,7 @@ from echsd.wire.params import (
     PAGE_SIZE,
     SEQ,
     SPECS,
+    STEPS,
     STRING,
     THREAD_ID,
     THREAD_OR_ALL,
@@ -244,6 +246,8 @@ OPS: tuple[OpSpec, ...] = (
             Param("text", MESSAGE, "the input text", required=True),
             Param("mode", STRING, "default `send`", choices=("send", "queue", "steer")),
             Param("client_msg_id", NAME, "idempotency key: a repeat is acknowledged again, never delivered twice"),
+            Param("steps", STEPS, "> 1: start an autonomous run of up to this many turns (default: the thread's `steps`)"),
+            Param("attachments", ATTACHMENTS, "files sent with the text: `{type: text, name, text}` or `{type: image, name, image_url: data URL}`"),
         ),
         "acknowledgement `{input_id, disposition, thread_id}`, disposition `started | queued | steered`",
         {"thread_id": _TID, "text": "run the tests", "mode": "queue", "client_msg_id": "cli-1"},
