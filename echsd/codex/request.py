@@ -20,3 +20,5 @@ class ResponsesRequest:
     reasoning_summary: str | None = "auto"  # sent only where the model (and the organisation) has summaries
     prompt_cache_key: str | None = None
     session_id: str | None = None  # the thread id: the `session_id` header, for cache affinity
+    previous_response_id: str | None = None  # chain onto a stored response: ``input`` holds only what is new
+    store: bool = False  # ask the endpoint to keep this response (needed to chain onto it later)

@@ -99,8 +99,9 @@ def effort_for(request: ResponsesRequest, info: ModelInfo) -> str | None:
 def request_body(request: ResponsesRequest, info: ModelInfo, fallbacks: Fallbacks = Fallbacks()) -> dict[str, Any]:
     """The JSON body of ``POST /responses``.
 
-    Stateless on purpose (``store: false``): the daemon owns the history and resends it
-    each time, so reasoning must travel as ``encrypted_content``.
+    Stateless by default (``store: false``): the daemon owns the history and resends it
+    each time, so reasoning must travel as ``encrypted_content``. A thread with ``chain``
+    asks for ``store: true`` and then sends ``previous_response_id`` with only the new items.
     """
     items = list(request.input)
     if fallbacks.strip_reasoning or (info.known and not info.reasoning):
@@ -112,9 +113,11 @@ def request_body(request: ResponsesRequest, info: ModelInfo, fallbacks: Fallback
         "input": items,
         "tools": tools,
         "tool_choice": "auto",
-        "store": False,
+        "store": request.store,
         "stream": True,
     }
+    if request.previous_response_id:
+        body["previous_response_id"] = request.previous_response_id
     if tools:
         body["parallel_tool_calls"] = bool(request.parallel_tool_calls and info.parallel_tool_calls)
     effort = effort_for(request, info)

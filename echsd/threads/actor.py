@@ -214,7 +214,7 @@ class ThreadActor:
                 status, error = await run_turn(host)
         with trio.CancelScope(shield=True):
             await self.log.ready()
-            effects = self.core.finish_turn(status, error)
+            effects = self.core.finish_turn(status, error, partial="".join(host.partial))
             self._turn_scope = None
             await self.commit(effects).wait()
             end = effects.turn_end
@@ -287,7 +287,9 @@ class ThreadActor:
     ) -> dict[str, Any]:
         self.core.check_alive()
         if client_msg_id is not None:
-            previous = self.core.previous_ack(client_msg_id) or await self._stored_ack(client_msg_id)
+            previous = self.core.previous_ack(client_msg_id, text)
+            if previous is None and await self._load_stored_ack(client_msg_id):
+                previous = self.core.previous_ack(client_msg_id, text)
             if previous is not None:
                 return previous
         input_mode = parse_mode(mode)
@@ -300,14 +302,14 @@ class ThreadActor:
             await unit.wait()
         return ack
 
-    async def _stored_ack(self, client_msg_id: str) -> dict[str, Any] | None:
+    async def _load_stored_ack(self, client_msg_id: str) -> bool:
+        """Remember an acknowledgement from an earlier run of the daemon, if there is one."""
         thread_id = self.thread_id
         row = await self.services.store.read(lambda conn: queries.find_input(conn, thread_id, client_msg_id))
         if row is None:
-            return None
-        ack = PendingInput.from_row(row).ack()
-        self.core.remember_ack(client_msg_id, ack)
-        return ack
+            return False
+        self.core.remember_ack(client_msg_id, PendingInput.from_row(row).ack(), row.text)
+        return True
 
     async def op_configure(self, reply: Reply, config: Any) -> dict[str, Any]:
         self.core.check_alive()

@@ -24,7 +24,7 @@ DEFAULT_INSTRUCTIONS = (
 )
 WRITES = ("allow", "dry-run", "deny")  # what apply_patch may do to files
 APPROVALS = ("never", "on-write", "always")  # which tool calls wait for a client's approval
-CONFIG_KEYS = ("cwd", "model", "reasoning", "instructions", "tools", "writes", "approval", "steps")
+CONFIG_KEYS = ("cwd", "model", "reasoning", "instructions", "tools", "writes", "approval", "steps", "chain")
 MAX_STEPS = 100  # turns an autonomous run may take
 
 
@@ -38,6 +38,7 @@ class ThreadConfig:
     writes: str = "allow"
     approval: str = "never"
     steps: int = 1  # > 1: every input starts an autonomous run of up to this many turns
+    chain: bool = False  # send previous_response_id and only new items (the endpoint stores responses)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -122,7 +123,14 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "writes": _choice("writes", WRITES),
     "approval": _choice("approval", APPROVALS),
     "steps": lambda value: _check_steps(value),
+    "chain": lambda value: _check_bool("chain", value),
 }
+
+
+def _check_bool(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise BadRequest(f"{key} must be true or false (got {value!r})")
+    return value
 
 
 def _check_steps(value: Any) -> int:

@@ -28,7 +28,7 @@ REPAIR_REASONS = {
 
 
 class Conversation:
-    __slots__ = ("thread_id", "items", "compaction", "_compactions", "_tail", "measured")
+    __slots__ = ("thread_id", "items", "compaction", "_compactions", "_tail", "measured", "anchor")
 
     def __init__(self, thread_id: str) -> None:
         self.thread_id = thread_id
@@ -37,6 +37,7 @@ class Conversation:
         self._compactions = 0
         self._tail = 0  # where the tail the compaction keeps begins
         self.measured: tuple[int, int] | None = None  # (tokens the endpoint reported, history length then)
+        self.anchor: tuple[str, int] | None = None  # (a stored response's id, history length after it): chaining
 
     def load(self, items: Sequence[dict[str, Any]]) -> None:
         self.items = list(items)
@@ -68,7 +69,7 @@ class Conversation:
             return 0
         self.items = list(keep)
         self.compaction = None  # a compaction planned on the old history counts for nothing
-        self.measured = None
+        self.measured = self.anchor = None
         fx.emit("history.pruned", {"items_before": len(history), "items_after": len(self.items), "reason": reason})
         fx.statements.append(ops.replace_items(self.thread_id, list(self.items)))
         return removed
@@ -102,7 +103,7 @@ class Conversation:
         if self.compaction != token:
             return None
         self.compaction = None
-        self.measured = None
+        self.measured = self.anchor = None
         history = self._loaded()
         before = len(history)
         self.items = [*replacement, *history[self._tail :]]

@@ -200,11 +200,11 @@ class ThreadCore(ControlDecisions, TurnDecisions):
             data["agent_type"] = self.extra["agent_type"]
         return data
 
-    def previous_ack(self, client_msg_id: str) -> dict[str, Any] | None:
-        return self.inputs.previous_ack(client_msg_id)
+    def previous_ack(self, client_msg_id: str, text: str) -> dict[str, Any] | None:
+        return self.inputs.previous_ack(client_msg_id, text)
 
-    def remember_ack(self, client_msg_id: str, ack: dict[str, Any]) -> None:
-        self.inputs.remember_ack(client_msg_id, ack)
+    def remember_ack(self, client_msg_id: str, ack: dict[str, Any], text: str) -> None:
+        self.inputs.remember_ack(client_msg_id, ack, text)
 
     # ---- loading -------------------------------------------------------------------------
 
@@ -282,7 +282,7 @@ class ThreadCore(ControlDecisions, TurnDecisions):
             self.inputs.steer(fx, pending)
         ack = pending.ack()
         if client_msg_id is not None:
-            self.remember_ack(client_msg_id, ack)
+            self.remember_ack(client_msg_id, ack, text)
         return ack, fx
 
     def next_turn(self) -> Effects | None:

@@ -21,6 +21,14 @@ def user_message(text: str) -> dict[str, Any]:
     return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
 
 
+INTERRUPTED_MARK = " [interrupted]"
+
+
+def interrupted_reply(text: str) -> dict[str, Any]:
+    """What the model had said of a reply when its turn was interrupted, marked as cut off."""
+    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text + INTERRUPTED_MARK}]}
+
+
 def function_call_output(call_id: str, output: str | list[dict[str, Any]], call_type: str = "function_call") -> dict[str, Any]:
     return {"type": OUTPUT_TYPES.get(call_type, "function_call_output"), "call_id": call_id, "output": output}
 

@@ -20,6 +20,7 @@ from echsd.tools.registry import ToolRegistry
 class TurnHost(Protocol):
     thread_id: str
     turn_id: str
+    partial: list[str]  # deltas of the message being streamed (kept if the turn is interrupted)
     client: ResponsesClient
     tuning: Tuning
     tools: ToolRegistry
@@ -59,6 +60,14 @@ class TurnHost(Protocol):
 
     def add_usage(self, usage: Usage) -> None:
         """One response's usage (the host prices it from the catalog)."""
+
+    @property
+    def chain_anchor(self) -> tuple[str, int] | None:
+        """With ``chain``: the stored response to continue from, and where its items end."""
+
+    def note_response(self, response_id: str | None) -> None: ...
+
+    def drop_chain(self) -> None: ...
 
     async def discard_since(self, start: int, reason: str) -> None:
         """Forget history from ``start`` on (the partial output of a broken response)."""

@@ -27,7 +27,7 @@ class InputQueue:
         self.steering: list[PendingInput] = []
         self._next_position = 1
         self._pending_at_load = pending_at_load
-        self._acks: dict[str, dict[str, Any]] = {}
+        self._acks: dict[str, tuple[dict[str, Any], str]] = {}  # client_msg_id -> (ack, text)
 
     def __len__(self) -> int:
         """Inputs waiting in the queue (before loading: as counted in the store)."""
@@ -99,12 +99,19 @@ class InputQueue:
         _drop(fx, self.take_steers(), reason)
         self.drop_queue(fx, reason)
 
-    def previous_ack(self, client_msg_id: str) -> dict[str, Any] | None:
-        ack = self._acks.get(client_msg_id)
-        return dict(ack) if ack is not None else None
+    def previous_ack(self, client_msg_id: str, text: str) -> dict[str, Any] | None:
+        """The first acknowledgement of ``client_msg_id``; a note if ``text`` differs from
+        what it acknowledged (the first input stands: it is never delivered twice)."""
+        known = self._acks.get(client_msg_id)
+        if known is None:
+            return None
+        ack, first_text = known
+        if text != first_text:
+            return {**ack, "note": f"client_msg_id {client_msg_id!r} was used before with a different text; the first input stands"}
+        return dict(ack)
 
-    def remember_ack(self, client_msg_id: str, ack: dict[str, Any]) -> None:
-        self._acks[client_msg_id] = dict(ack)
+    def remember_ack(self, client_msg_id: str, ack: dict[str, Any], text: str) -> None:
+        self._acks[client_msg_id] = (dict(ack), text)
         if len(self._acks) > RECENT_ACKS:
             del self._acks[next(iter(self._acks))]
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from echsd.codex import (
+    BadModelRequest,
     Completed,
     ContextWindowExceeded,
     ItemDone,
@@ -79,10 +80,14 @@ def build_request(host: TurnHost) -> ResponsesRequest:
     custom_tools = host.client.catalog.get(config.model).custom_tools
     tools = [tool.spec.to_model(custom_tools=custom_tools) for tool in host.tools.offered(config.tools)]
     run = host.autorun
+    anchor = host.chain_anchor
+    history = host.history
     return ResponsesRequest(
         model=config.model,
         instructions=config.rendered_instructions() + (instructions_note(run) if run else ""),
-        input=list(host.history),
+        input=list(history[anchor[1] :] if anchor else history),
+        previous_response_id=anchor[0] if anchor else None,
+        store=config.chain,
         tools=tools,
         parallel_tool_calls=True,
         reasoning_effort=config.reasoning,
@@ -115,6 +120,11 @@ async def _one_response(host: TurnHost) -> list[dict[str, Any]]:
             return await _stream(host, budget)
         except OutputInterrupted as exc:
             await host.discard_since(start, f"the response broke off ({exc.message}) and is requested again")
+        except BadModelRequest as exc:
+            if exc.upstream_code != "previous_response_not_found" or host.chain_anchor is None:
+                raise
+            log.info("the endpoint lost the chained response; sending the whole history", thread_id=host.thread_id)
+            host.drop_chain()
 
 
 async def _stream(host: TurnHost, budget: RetryBudget) -> list[dict[str, Any]]:
@@ -122,18 +132,23 @@ async def _stream(host: TurnHost, budget: RetryBudget) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
     turn_id = host.turn_id
     emit = host.emit
+    partial = host.partial  # the message being streamed, kept if the turn is interrupted
+    partial.clear()
     async with host.client.stream(build_request(host), budget=budget) as events:
         async for event in events:
             if isinstance(event, TextDelta):
+                partial.append(event.delta)
                 await emit("turn.delta", {"turn_id": turn_id, "item_id": event.item_id, "delta": event.delta})
             elif isinstance(event, ReasoningDelta):
                 await emit("turn.reasoning_delta", {"turn_id": turn_id, "item_id": event.item_id, "delta": event.delta})
             elif isinstance(event, ItemDone):
+                partial.clear()
                 await host.append_items([event.item])
                 if event.item.get("type") in CALL_TYPES:
                     calls.append(event.item)
             elif isinstance(event, Completed):
                 host.add_usage(event.usage)
+                host.note_response(event.response_id)
             else:
                 await _notice(host, event)
     return calls

@@ -16,11 +16,13 @@ from echsd.store import ops
 from echsd.ids import new_input_id
 from echsd.threads.autorun import continuation_text, end_reason, strip_marker
 from echsd.threads.effects import USAGE_KEYS, Effects, TurnEnd
+from echsd.threads.history import interrupted_reply
 from echsd.threads.inputs import PendingInput
 from echsd.threads.state import Disposition, InputMode, Trigger, transition
 
 if TYPE_CHECKING:
     from echsd.store import ThreadRow
+    from echsd.threads.config import ThreadConfig
     from echsd.threads.conversation import Conversation
     from echsd.threads.effects import TurnState
     from echsd.threads.inputqueue import InputQueue
@@ -33,6 +35,7 @@ class TurnDecisions:
     if TYPE_CHECKING:  # provided by ThreadCore
         thread_id: str
         state: ThreadState
+        config: ThreadConfig
         turn: TurnState | None
         active_turn: str | None
         usage: dict[str, Any]
@@ -87,6 +90,15 @@ class TurnDecisions:
         if usage.get("input_tokens"):  # what the context holds now, as the endpoint counts it
             self.conversation.measure(int(usage["input_tokens"]) + int(usage.get("output_tokens", 0)))
 
+    def note_response(self, response_id: str | None) -> None:
+        """A response completed: with ``chain``, the next request continues from it."""
+        if self.config.chain and response_id:
+            self.conversation.anchor = (response_id, len(self.history or ()))
+
+    def drop_chain(self) -> None:
+        """The endpoint no longer has the anchored response: send the whole history again."""
+        self.conversation.anchor = None
+
     def discard_since(self, start: int, reason: str) -> Effects:
         """Forget the items from ``start`` on (a response that broke after output started:
         it is requested again, so its partial output must not be sent)."""
@@ -114,9 +126,10 @@ class TurnDecisions:
             fx.statements.append(ops.upsert_thread(self.to_row()))
         return fx
 
-    def finish_turn(self, status: str, error: dict[str, str] | None = None) -> Effects:
+    def finish_turn(self, status: str, error: dict[str, str] | None = None, partial: str = "") -> Effects:
         """Close the running turn: ``status`` is how the loop ended (completed | error);
-        a turn ended from outside is ``interrupted`` whatever the loop saw."""
+        a turn ended from outside is ``interrupted`` whatever the loop saw. ``partial`` is
+        the reply being streamed when it ended: an interrupted turn keeps it, marked."""
         turn = self._running_turn()
         reason = turn.end_reason
         if reason is not None:
@@ -124,6 +137,8 @@ class TurnDecisions:
         fx = Effects()
         if status != "completed":
             self.conversation.repair(fx, reason if reason is not None else "error", turn.turn_id)
+        if status == "interrupted" and partial.strip():
+            self.conversation.append(fx, [interrupted_reply(partial)], turn.turn_id)
         for key in (*USAGE_KEYS, "cost_usd"):
             self.usage[key] = self.usage.get(key, 0) + turn.usage[key]
         fx.emit("turn.usage", {"turn_id": turn.turn_id, **turn.usage})

@@ -6,7 +6,7 @@ the core and submits its unit with no checkpoint in between (the rule of ``actor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -42,6 +42,7 @@ class ActorTurnHost:
     caps: ThreadCapabilities
     approvals: ApprovalBook
     limits: AccountLimits
+    partial: list[str] = field(default_factory=list)
 
     @property
     def thread_id(self) -> str:
@@ -114,6 +115,16 @@ class ActorTurnHost:
             return False
         self.commit(effects)
         return True
+
+    @property
+    def chain_anchor(self) -> tuple[str, int] | None:
+        return self.core.conversation.anchor if self.core.config.chain else None
+
+    def note_response(self, response_id: str | None) -> None:
+        self.core.note_response(response_id)
+
+    def drop_chain(self) -> None:
+        self.core.drop_chain()
 
     async def discard_since(self, start: int, reason: str) -> None:
         await self.log.ready()

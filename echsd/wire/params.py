@@ -233,5 +233,6 @@ CONFIG_PARAMS: tuple[Param, ...] = (
     Param("writes", STRING, "what apply_patch may do to files (default allow)", choices=("allow", "dry-run", "deny")),
     Param("approval", STRING, "which tool calls wait for approval (default never)", choices=("never", "on-write", "always")),
     Param("steps", STEPS, "> 1: each input starts an autonomous run of up to this many turns (default 1)"),
+    Param("chain", BOOL, "send previous_response_id and only the new items (the endpoint stores responses; default false)"),
 )
 CONFIG_BY_NAME: dict[str, Param] = {param.name: param for param in CONFIG_PARAMS}

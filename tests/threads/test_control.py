@@ -135,7 +135,10 @@ async def test_interrupt_while_streaming(daemon: Any, workdir: Any) -> None:
     assert event.data["reason"] == "interrupt"
     assert daemon.service.get(tid)["state"] == "idle"
     history = await daemon.service.history(tid)
-    assert [item.get("role") for item in history] == ["user"]  # the partial reply is not an item
+    assert [item.get("role") for item in history] == ["user", "assistant"]  # the partial reply is kept, marked
+    shown = "".join(e.data["delta"] for e in watch.of_type("turn.delta"))
+    kept = history[1]["content"][0]["text"]
+    assert kept.endswith(" [interrupted]") and kept.removesuffix(" [interrupted]") == shown
     again = await daemon.service.interrupt(tid)
     assert again["interrupted"] is False
     await check_thread_invariants(daemon, tid)
@@ -256,6 +259,8 @@ async def test_duplicate_client_msg_id_is_delivered_once(daemon: Any, workdir: A
         await watch.wait_type("turn.completed")
         third = await daemon.service.send(tid, "only once", client_msg_id="msg-1")
     assert first == second == third
+    changed = await daemon.service.send(tid, "something else", client_msg_id="msg-1")
+    assert changed["input_id"] == first["input_id"] and "different text" in changed["note"]
     assert len(watch.of_type("input.delivered")) == 1
     assert len(watch.of_type("turn.started")) == 1
     await check_thread_invariants(daemon, tid)

@@ -258,7 +258,8 @@ def test_a_thread_being_killed_takes_no_children() -> None:
 def test_idempotent_acks_are_remembered() -> None:
     core = new_core()
     ack, _fx = core.receive_input("once", InputMode.SEND, client_msg_id="k1")
-    assert core.previous_ack("k1") == ack
+    assert core.previous_ack("k1", "once") == ack
+    assert "different text" in core.previous_ack("k1", "twice")["note"]
 
 
 # ---- recovery ---------------------------------------------------------------------------

@@ -35,11 +35,11 @@ async def test_worker_crash_is_contained_and_restarted(daemon: Any, workdir: Any
     real_finish = ThreadCore.finish_turn
     crashes = {"left": 1}
 
-    def finish_or_crash(core: ThreadCore, status: str, error: Any = None) -> Any:
+    def finish_or_crash(core: ThreadCore, status: str, error: Any = None, partial: str = "") -> Any:
         if crashes["left"]:
             crashes["left"] -= 1
             raise RuntimeError("injected worker crash")
-        return real_finish(core, status, error)
+        return real_finish(core, status, error, partial)
 
     monkeypatch.setattr(ThreadCore, "finish_turn", finish_or_crash)
     victim = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
@@ -75,10 +75,10 @@ async def test_worker_that_keeps_crashing_is_given_up(
     real_finish = ThreadCore.finish_turn
     doomed: set[str] = set()
 
-    def crash_for_doomed(core: ThreadCore, status: str, error: Any = None) -> Any:
+    def crash_for_doomed(core: ThreadCore, status: str, error: Any = None, partial: str = "") -> Any:
         if core.thread_id in doomed:
             raise RuntimeError("always crashing")
-        return real_finish(core, status, error)
+        return real_finish(core, status, error, partial)
 
     monkeypatch.setattr(ThreadCore, "finish_turn", crash_for_doomed)
     victim = (await daemon.service.create(cwd=str(workdir)))["thread_id"]

@@ -14,7 +14,7 @@ import base64
 import hashlib
 import secrets
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +62,9 @@ class RecordedRequest:
         }
 
 
+MAX_STORED_RESPONSES = 256  # responses kept for previous_response_id (store: true), oldest dropped
+
+
 @dataclass
 class JsonAnswer:
     status: int
@@ -104,6 +107,7 @@ class MockApp:
         self._max_record_bytes = max_record_bytes
         self._record_bytes = 0
         self._fault_counts: dict[tuple[str, int], int] = {}
+        self._stored: OrderedDict[str, tuple[list[Any], Renderer]] = OrderedDict()  # store: true responses
         self._spent_refresh_tokens: set[str] = set()  # refresh tokens are single-use, as upstream
         self._changed = trio.Event()
 
@@ -116,6 +120,7 @@ class MockApp:
         self.requests.clear()
         self._record_bytes = 0
         self._fault_counts.clear()
+        self._stored.clear()
 
     def handle(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> JsonAnswer | StreamAnswer:
         path = target.split("?", 1)[0]
@@ -164,6 +169,14 @@ class MockApp:
 
     def _respond(self, path: str, body: dict[str, Any], size: int, record: RecordedRequest) -> JsonAnswer | StreamAnswer:
         items = input_items(body.get("input"))
+        previous = body.get("previous_response_id")
+        if previous is not None:  # the conversation continues a stored response, as on the real API
+            stored = self._stored.get(previous) if isinstance(previous, str) else None
+            if stored is None:
+                message = f"Previous response with id '{previous}' not found."
+                return JsonAnswer(400, error_body(message, code="previous_response_not_found", param="previous_response_id"))
+            earlier, renderer = stored
+            items = [*earlier, *renderer.output, *items]
         try:
             selection = select(self.script, items)
         except ScriptError as exc:
@@ -182,7 +195,12 @@ class MockApp:
             return _http_fault(fault)
         model = body.get("model")
         model = model if isinstance(model, str) else "mock-model"
-        return StreamAnswer(step, fault, Renderer(step, model=model, input_tokens=max(1, size // 4)), record)
+        renderer = Renderer(step, model=model, input_tokens=max(1, size // 4))
+        if body.get("store") is True:
+            self._stored[renderer.response_id] = (items, renderer)
+            while len(self._stored) > MAX_STORED_RESPONSES:
+                self._stored.popitem(last=False)
+        return StreamAnswer(step, fault, renderer, record)
 
     def _compact(self, body: dict[str, Any]) -> JsonAnswer:
         """Like the real endpoint: the user messages kept verbatim plus one opaque compaction item."""
