@@ -25,7 +25,7 @@ bench: $(STAMP)
 # The real Codex TUI against `echsd serve --app-server` (tests/appserver/test_tui.py): the
 # Codex CLI is installed from npm into a cache directory first (bin/install-codex-cli).
 interop: $(STAMP)
-	codex="$$(bin/install-codex-cli)" && ECHS_CODEX_BIN="$$codex" $(BIN)/python -m pytest tests/appserver/test_tui.py -ra $(ARGS)
+	codex="$$(bin/install-codex-cli)" && ECHS_CODEX_BIN="$$codex" $(BIN)/python -m pytest tests/appserver/test_tui.py -ra -m interop $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

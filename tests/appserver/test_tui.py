@@ -32,6 +32,7 @@ def codex_binary() -> str | None:
 
 CODEX = codex_binary()
 pytestmark = [
+    pytest.mark.interop,
     pytest.mark.skipif(CODEX is None, reason="the Codex CLI is not installed (make interop installs it)"),
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
     pytest.mark.timeout(300),
