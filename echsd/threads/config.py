@@ -59,10 +59,17 @@ class ThreadConfig:
 def _check_cwd(value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise BadRequest("cwd must be a non-empty path")
-    path = Path(value).expanduser()
+    try:
+        path = Path(value).expanduser()
+    except RuntimeError:  # ~user with no such user
+        raise BadRequest(f"cwd {value!r}: no such user, or no home directory") from None
     if not path.is_absolute():
         raise BadRequest(f"cwd must be an absolute path (got {value!r})")
-    if not path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte, ...
+        raise BadRequest(f"cwd {value!r} cannot be used: {exc}") from None
+    if not is_dir:
         raise BadRequest(f"cwd {value!r} is not an existing directory")
     return str(path)
 

@@ -61,3 +61,9 @@ def test_reconfigure_reports_changes(tmp_path: Path) -> None:
     for bad in ({}, {"colour": "red"}, "model=x", {"cwd": "rel"}, {1: "x"}, {"approval": "sometimes"}):
         with pytest.raises(BadRequest):
             reconfigure(config, bad, RULES)
+
+
+@pytest.mark.parametrize("cwd", ["~nosuchuser_echsd/x", "/" + "a" * 5000, "/tmp/nul\x00byte"])
+def test_unusable_paths_are_bad_requests(cwd: str) -> None:
+    with pytest.raises(BadRequest, match="cwd"):
+        new_config({"cwd": cwd}, default_model="m", default_tools=KNOWN, rules=RULES)
