@@ -54,3 +54,21 @@ async def test_create_child_racing_kill_of_an_ancestor_never_leaves_a_live_child
                 assert threads[thread_id]["state"] == "killed", (round_, thread_id, threads[thread_id])
                 assert threads[thread_id]["active_turn"] is None
     assert outcomes["created"] and outcomes["refused"], outcomes  # both sides of the race were seen
+
+
+async def test_max_depth_holds_for_children_created_over_the_wire(tmp_path: Any, mock_upstream: Any, nursery: Any) -> None:
+    from tests.wire.helpers import start_daemon, stop_daemon
+
+    daemon = await start_daemon(nursery, tmp_path / "state", mock_upstream.base_url, tuning={"max_depth": 3})
+    async with connect(state_dir=daemon.settings.state_dir) as client:
+        chain = [(await client.create_thread())["thread_id"]]
+        for _ in range(3):
+            chain.append((await client.create_thread(parent=chain[-1]))["thread_id"])
+        try:
+            await client.create_thread(parent=chain[-1])
+        except WireError as exc:
+            assert exc.code == "invalid_state" and "max_depth=3" in str(exc), exc
+        else:
+            raise AssertionError("a child four levels deep was accepted")
+        assert len(await client.list_threads()) == 4
+    await stop_daemon(daemon)
