@@ -83,6 +83,7 @@ class Tuning:
     retained_deltas: int = _knob(20_000, 10, 10**9)  # stored delta events per thread before folding
     restart_limit: int = _knob(5, 0, 1000)  # actor restarts allowed per restart_window_s
     restart_window_s: float = _knob(60.0, 1.0, DAY_S)
+    restart_cooldown_s: float = _knob(30.0, 0.0, DAY_S)  # a given-up worker is tried again after this
     stream_idle_timeout_s: float = _knob(300.0, 1.0, DAY_S)
     max_retries: int = _knob(5, 0, 100)
     tool_timeout_s: float = _knob(600.0, 1.0, 7 * DAY_S)

@@ -86,6 +86,11 @@ def load_inputs(
     return [input_from_row(r) for r in rows]
 
 
+def load_for_recovery(conn: Conn, thread_id: str) -> tuple[list[dict[str, Any]], list[InputRow], ThreadRow | None]:
+    """What a worker starts from: the history, the inputs still waiting, the stored row."""
+    return load_items(conn, thread_id), load_inputs(conn, thread_id, statuses=("queued", "steering")), get_thread(conn, thread_id)
+
+
 def find_input(conn: Conn, thread_id: str, client_msg_id: str) -> InputRow | None:
     """The input a client already sent with ``client_msg_id`` (deduplication)."""
     row = conn.execute(

@@ -116,15 +116,7 @@ class ThreadActor:
         thread_id = self.thread_id
         if crashed is not None:
             await store.writer.flush()  # what the crashed incarnation emitted is on disk first
-
-        def read(conn: Any) -> tuple[list[dict[str, Any]], list[Any], Any]:
-            return (
-                queries.load_items(conn, thread_id),
-                queries.load_inputs(conn, thread_id, statuses=("queued", "steering")),
-                queries.get_thread(conn, thread_id),
-            )
-
-        items, inputs, row = await store.read(read)
+        items, inputs, row = await store.read(lambda conn: queries.load_for_recovery(conn, thread_id))
         if crashed is not None and row is not None:  # the store is the truth after a crash
             self.record.core = ThreadCore.from_row(row, children=self.core.children)
         await self.log.ready()

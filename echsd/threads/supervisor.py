@@ -4,7 +4,8 @@ Every thread has a record (loaded eagerly at start); its actor starts on first u
 start when it has work left over (an open turn to close, queued input to run). An exception
 escaping an actor is logged with its traceback and the actor is restarted from the store;
 more than ``restart_limit`` crashes within ``restart_window_s`` and the thread is given up
-(requests to it answer ``internal``). Neither ever reaches the daemon or other threads.
+for ``restart_cooldown_s`` (requests answer ``unavailable``; ``kill`` still works, see
+``given_up``), then restarted by the next request. Neither reaches the daemon or other threads.
 
 The thread tree has one authority. A child is created through its parent's actor (the
 mailbox orders it against the parent's kill, and a parent being killed refuses children),
@@ -25,7 +26,6 @@ from echsd.agent_types import SHIPPED, AgentType
 from echsd.codex import ResponsesClient
 from echsd.errors import (
     EchsError,
-    Internal,
     InvalidState,
     NotFound,
     Timeout,
@@ -42,8 +42,9 @@ from echsd.threads.config import ConfigRules, ThreadConfig, new_config
 from echsd.threads.core import ThreadCore
 from echsd.threads.effects import TurnEnd
 from echsd.threads.eventlog import ThreadLog
+from echsd.threads.given_up import kill_offline
 from echsd.threads.mailbox import DEFAULT_TIMEOUT_S, Request, error_reply, first_leaf
-from echsd.threads.record import ThreadRecord
+from echsd.threads.record import GivenUp, ThreadRecord
 from echsd.threads.services import ActorServices
 from echsd.threads.state import ThreadState
 from echsd.tools.base import Tool
@@ -131,7 +132,16 @@ class Supervisor:
     # ---- actors ----------------------------------------------------------------------
 
     def ensure_actor(self, record: ThreadRecord) -> None:
-        if record.actor_started or record.failed:
+        """Start the thread's worker if none runs; a given-up thread is restarted once its
+        cool-down has passed (``Unavailable`` before that)."""
+        if record.failed is not None:
+            if not record.failed.cooled_down():
+                raise record.failed.refusal(record.thread_id)
+            log.info("restarting a given-up thread worker", thread_id=record.thread_id)
+            record.failed.refusing.cancel()  # its supervising task starts a fresh worker
+            record.failed = None
+            return
+        if record.actor_started:
             return
         if self._nursery is None or self._closing:
             raise Unavailable("the daemon is not accepting work (starting up or shutting down)")
@@ -141,7 +151,7 @@ class Supervisor:
     async def _supervise(self, record: ThreadRecord) -> None:
         crashes: deque[float] = deque()
         crashed: BaseException | None = None
-        while True:
+        while True:  # one worker per pass; a crash restarts it (a give-up after a cool-down)
             try:
                 await ThreadActor(record, self.services).run(crashed)
                 record.actor_started = False
@@ -154,21 +164,24 @@ class Supervisor:
                 while crashes and now - crashes[0] > self.tuning.restart_window_s:
                     crashes.popleft()
                 if len(crashes) > self.tuning.restart_limit:
-                    record.failed = f"worker crashed {len(crashes)} times in {self.tuning.restart_window_s:g} s: {root!r}"
-                    log.error("giving up on thread worker", thread_id=record.thread_id, reason=record.failed)
-                    await self._refuse_forever(record)
-                    return
+                    reason = f"worker crashed {len(crashes)} times in {self.tuning.restart_window_s:g} s: {root!r}"
+                    record.failed = given_up = GivenUp(reason, now + self.tuning.restart_cooldown_s)
+                    log.error("giving up on thread worker", thread_id=record.thread_id, reason=reason, cooldown_s=self.tuning.restart_cooldown_s)
+                    await self._refuse_while_given_up(record, given_up)
+                    crashes.clear()
                 crashed = root
 
-    async def _refuse_forever(self, record: ThreadRecord) -> None:
-        async for request in record.mailbox_receive:
-            error_reply(request.reply, Internal(f"thread {record.thread_id} is unavailable: {record.failed}"))
+    async def _refuse_while_given_up(self, record: ThreadRecord, given_up: GivenUp) -> None:
+        """Answer what reaches the mailbox until ``ensure_actor`` ends the give-up."""
+        with given_up.refusing:
+            async for request in record.mailbox_receive:
+                error_reply(request.reply, given_up.refusal(record.thread_id))
 
     async def call(self, thread_id: str, op: str, timeout_s: float = DEFAULT_TIMEOUT_S, **params: Any) -> Any:
         """Send ``op`` to the thread's actor and wait for its answer."""
         record = self.record(thread_id)
-        if record.failed:
-            raise Internal(f"thread {thread_id} is unavailable: {record.failed}")
+        if op == "kill" and record.failed is not None:
+            return await kill_offline(record, self.store, params.get("reason", "killed"))
         self.ensure_actor(record)
         request = Request(op, params)
         with trio.move_on_after(timeout_s):
@@ -210,7 +223,7 @@ class Supervisor:
         actor, which logs it), whether or not anyone waits."""
         record = self.records.get(thread_id)
         parent = self.records.get(record.core.parent or "") if record is not None else None
-        if record is None or parent is None or not parent.core.alive or parent.failed or self._closing:
+        if record is None or parent is None or not parent.core.alive or parent.failed is not None or self._closing:
             return
         data = {
             "agent_id": thread_id,
@@ -354,7 +367,7 @@ class Supervisor:
     async def shutdown(self, timeout_s: float = 8.0) -> None:
         """Interrupt running turns (reason ``shutdown``) and stop every actor."""
         self._closing = True
-        started = [r for r in self.records.values() if r.actor_started and not r.failed]
+        started = [r for r in self.records.values() if r.actor_started and r.failed is None]
         with trio.move_on_after(timeout_s):
             async with trio.open_nursery() as nursery:
                 for record in started:

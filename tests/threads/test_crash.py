@@ -60,18 +60,10 @@ async def test_worker_crash_is_contained_and_restarted(daemon: Any, workdir: Any
     await check_thread_invariants(daemon, victim)
 
 
-async def test_worker_that_keeps_crashing_is_given_up(
-    tmp_path: Any, mock_upstream: Any, nursery: Any, workdir: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from echsd.daemon import Daemon
-    from echsd.errors import Internal
-    from tests.helpers import make_settings
+async def _give_up_a_thread(daemon: Any, workdir: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[str, set[str]]:
+    """A thread whose worker crashes on every turn end, sent to until it is given up."""
+    from echsd.errors import Unavailable
 
-    state = tmp_path / "state"
-    state.mkdir()
-    (state / "config.toml").write_text("[tuning]\nrestart_limit = 2\n")
-    daemon = Daemon(make_settings(state, mock_upstream.base_url))
-    await nursery.start(daemon.run)
     real_finish = ThreadCore.finish_turn
     doomed: set[str] = set()
 
@@ -88,16 +80,62 @@ async def test_worker_that_keeps_crashing_is_given_up(
             await daemon.service.send(victim, mock_directive({"text": f"attempt {attempt}"}))
             if attempt < 2:
                 await watch.wait_count("turn.error", attempt + 1)
-    record = daemon.service.supervisor.records[victim]
-    with pytest.raises(Internal, match="unavailable"):
-        for _ in range(50):  # the third crash gives the worker up; requests then fail fast
+    with pytest.raises(Unavailable, match="always crashing"), trio.fail_after(15):
+        while True:  # the third crash gives the worker up; requests then fail fast
             await daemon.service.send(victim, "anyone there?")
             await trio.sleep(0)
-    assert record.failed and "always crashing" in record.failed
-    assert daemon.service.get(victim)["failed"]
+    return victim, doomed
+
+
+async def _start(nursery: Any, tmp_path: Any, base_url: str, tuning: str) -> Any:
+    from echsd.daemon import Daemon
+    from tests.helpers import make_settings
+
+    state = tmp_path / "state"
+    state.mkdir(exist_ok=True)
+    (state / "config.toml").write_text("[tuning]\n" + tuning)
+    daemon = Daemon(make_settings(state, base_url))
+    await nursery.start(daemon.run)
+    return daemon
+
+
+async def test_worker_that_keeps_crashing_is_given_up_and_can_still_be_killed(
+    tmp_path: Any, mock_upstream: Any, nursery: Any, workdir: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from echsd.errors import Unavailable
+
+    daemon = await _start(nursery, tmp_path, mock_upstream.base_url, "restart_limit = 2\nrestart_cooldown_s = 3600\n")
+    victim, _ = await _give_up_a_thread(daemon, workdir, monkeypatch)
+    assert "always crashing" in daemon.service.get(victim)["failed"]
+    with pytest.raises(Unavailable, match="tried again on a request after"):
+        await daemon.service.configure(victim, {"reasoning": "low"})
     other = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, other) as watch:
         await daemon.service.send(other, "fine")
         await watch.wait_type("turn.completed")
+    killed = await daemon.service.kill(victim)  # no waiting for the cool-down
+    assert killed["killed"] == [victim] and killed["state"] == "killed"
+    assert daemon.service.get(victim)["state"] == "killed"
+    daemon.request_stop()
+    await daemon.wait_stopped()
+    monkeypatch.undo()
+    daemon = await _start(nursery, tmp_path, mock_upstream.base_url, "")  # the kill was stored
+    assert daemon.service.get(victim)["state"] == "killed" and "failed" not in daemon.service.get(victim)
+    daemon.request_stop()
+    await daemon.wait_stopped()
+
+
+async def test_given_up_worker_restarts_on_a_request_after_its_cool_down(
+    tmp_path: Any, mock_upstream: Any, nursery: Any, workdir: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    daemon = await _start(nursery, tmp_path, mock_upstream.base_url, "restart_limit = 2\nrestart_cooldown_s = 0\n")
+    victim, doomed = await _give_up_a_thread(daemon, workdir, monkeypatch)
+    doomed.clear()  # whatever broke it is fixed
+    async with Watch(daemon, victim) as watch:
+        await daemon.service.send(victim, mock_directive({"text": "back again"}))
+        await watch.wait_type("turn.completed", final_text="back again")  # after what was queued
+    assert {e.data["final_text"] for e in watch.of_type("turn.completed")} <= {"mock reply to: anyone there?", "back again"}
+    assert "failed" not in daemon.service.get(victim)
+    await check_thread_invariants(daemon, victim)
     daemon.request_stop()
     await daemon.wait_stopped()
