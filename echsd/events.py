@@ -96,7 +96,7 @@ EVENT_TYPES: dict[str, EventSpec] = {
         {"turn_id": "str", "call_id": "str", "name": "str", "arguments": "parsed or raw"},
     ),
     "tool.output": EventSpec(
-        "Progress output of a running tool.",
+        "Progress output of a running tool: at most `[tuning] turn_output_bytes` per turn (then one notice chunk); binary control characters (NUL, ...) arrive as U+FFFD.",
         {"turn_id": "str", "call_id": "str", "stream": "stdout | stderr", "chunk": "text"},
     ),
     "tool.completed": EventSpec(

@@ -81,6 +81,8 @@ class Tuning:
     max_depth: int = _knob(4, 0, 100)  # sub-agent nesting
     max_running_subagents: int = _knob(50, 1, 10_000)  # sub-agent turns running at once, daemon-wide (more wait their turn)
     retained_deltas: int = _knob(20_000, 10, 10**9)  # stored delta events per thread before folding
+    retained_delta_bytes: int = _knob(64 * MIB, 1 * MIB, 1024**4)  # ... and their size
+    turn_output_bytes: int = _knob(8 * MIB, 64 * 1024, 1024**3)  # tool output streamed as events per turn
     restart_limit: int = _knob(5, 0, 1000)  # actor restarts allowed per restart_window_s
     restart_window_s: float = _knob(60.0, 1.0, DAY_S)
     restart_cooldown_s: float = _knob(30.0, 0.0, DAY_S)  # a given-up worker is tried again after this

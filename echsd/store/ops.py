@@ -163,25 +163,26 @@ def set_meta(key: str, value: str) -> Statement:
     )
 
 
-def fold_deltas(thread_id: str, keep: int, types: Iterable[str] = DELTA_EVENTS) -> Statement:
-    """Retention: keep the newest ``keep`` stored events of ``types``, delete older ones.
+def fold_deltas(thread_id: str, keep: int, types: Iterable[str] = DELTA_EVENTS, *, keep_bytes: int | None = None) -> Statement:
+    """Retention: keep the newest ``keep`` stored events of ``types`` whose data together
+    takes at most ``keep_bytes`` (when given), delete older ones.
 
     Each maximal run of consecutive deleted seqs is recorded in ``event_gaps`` (reason
     "retention"), merged with retention gaps it touches, so readers can tell a client
     exactly which range is gone. Runs on the writer connection inside the unit's
     transaction, so the deletion and its gap record commit together.
     """
-    if keep < 0:
-        raise ValueError("keep must be >= 0")
+    if keep < 0 or (keep_bytes is not None and keep_bytes < 0):
+        raise ValueError("keep and keep_bytes must be >= 0")
     type_list = sorted(set(types))
 
     def fold(conn: Conn) -> None:
-        _fold(conn, thread_id, keep, type_list)
+        _fold(conn, thread_id, keep, type_list, keep_bytes)
 
     return fold
 
 
-def _fold(conn: Conn, thread_id: str, keep: int, types: list[str]) -> None:
+def _fold(conn: Conn, thread_id: str, keep: int, types: list[str], keep_bytes: int | None) -> None:
     if not types:
         return
     if tuple(types) == INDEXED_DELTA_TYPES:
@@ -196,12 +197,25 @@ def _fold(conn: Conn, thread_id: str, keep: int, types: list[str]) -> None:
         where, args = f"thread_id = ? AND type IN ({marks})", (thread_id, *types)
     (count,) = conn.execute(f"SELECT count(*) FROM {table} WHERE {where}", args).fetchone()
     excess = count - keep
-    if excess <= 0:
-        return
-    victims: list[tuple[int, float]] = conn.execute(
-        f"SELECT seq, ts FROM {table} WHERE {where} ORDER BY seq LIMIT ?", (*args, excess)
-    ).fetchall()
-    conn.execute(f"DELETE FROM {table} WHERE {where} AND seq <= ?", (*args, victims[-1][0]))
+    if excess > 0:
+        last = conn.execute(f"SELECT seq FROM {table} WHERE {where} ORDER BY seq LIMIT 1 OFFSET ?", (*args, excess - 1)).fetchone()[0]
+        _delete_through(conn, table, where, args, thread_id, last)
+    if keep_bytes is not None:
+        # The newest events fill the budget; the newest one that no longer fits, and every
+        # older one, go. Only what the count kept is read.
+        over = conn.execute(
+            f"SELECT seq FROM (SELECT seq, sum(length(data)) OVER (ORDER BY seq DESC) AS newer FROM {table} WHERE {where}) AS sized"
+            " WHERE newer > ? ORDER BY seq DESC LIMIT 1",
+            (*args, keep_bytes),
+        ).fetchone()
+        if over is not None:
+            _delete_through(conn, table, where, args, thread_id, over[0])
+
+
+def _delete_through(conn: Conn, table: str, where: str, args: tuple[Any, ...], thread_id: str, last: int) -> None:
+    """Delete the selected events up to ``last`` and record the gaps they leave."""
+    victims: list[tuple[int, float]] = conn.execute(f"SELECT seq, ts FROM {table} WHERE {where} AND seq <= ? ORDER BY seq", (*args, last)).fetchall()
+    conn.execute(f"DELETE FROM {table} WHERE {where} AND seq <= ?", (*args, last))
     for from_seq, to_seq, ts in _runs(victims):
         _record_gap(conn, thread_id, from_seq, to_seq, ts)
 

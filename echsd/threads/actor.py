@@ -152,10 +152,11 @@ class ThreadActor:
     def commit(self, effects: Effects) -> Unit:
         """Submit the core's unit, then act on it (sync: call right after ``log.ready()``)."""
         statements = effects.statements
-        if effects.turn_end is not None and self.log.deltas_since_fold >= FOLD_EVERY_DELTAS:
+        tuning = self.services.tuning
+        if effects.turn_end is not None and self.log.fold_due(FOLD_EVERY_DELTAS, tuning.retained_delta_bytes // 4):
             # Retention: the turn's items hold the full text, so old deltas can go (as a gap).
-            statements = [*statements, ops.fold_deltas(self.thread_id, keep=self.services.tuning.retained_deltas)]
-            self.log.deltas_since_fold = 0
+            fold = ops.fold_deltas(self.thread_id, keep=tuning.retained_deltas, keep_bytes=tuning.retained_delta_bytes)
+            statements = [*statements, fold]
         unit = self.log.emit(effects.events, statements)
         if effects.cancel_turn and self._turn_scope is not None:
             self._turn_scope.cancel()

@@ -23,6 +23,7 @@ class ThreadLog:
         self.writer = writer
         self.last_seq = last_seq
         self.deltas_since_fold = 0  # delta events logged since retention last ran
+        self.delta_chars_since_fold = 0  # ... and their text's length
 
     async def ready(self) -> None:
         """Wait until the writer can take a unit without blocking."""
@@ -43,6 +44,7 @@ class ThreadLog:
             built.append(Event(self.thread_id, seq, event_type, now, data))
             if event_type in DELTA_EVENTS:
                 deltas += 1
+                self.delta_chars_since_fold += _delta_size(data)
         unit = Unit(events=built, statements=list(statements))
         self.writer.put_nowait(unit)  # raises before any seq is taken if the writer is full
         self.last_seq = seq
@@ -57,4 +59,17 @@ class ThreadLog:
         self.last_seq = seq
         if event_type in DELTA_EVENTS:
             self.deltas_since_fold += 1
+            self.delta_chars_since_fold += _delta_size(data)
         return unit
+
+    def fold_due(self, every_deltas: int, every_chars: int) -> bool:
+        """Whether retention should run (and, if so, start counting again)."""
+        if self.deltas_since_fold < every_deltas and self.delta_chars_since_fold < every_chars:
+            return False
+        self.deltas_since_fold = self.delta_chars_since_fold = 0
+        return True
+
+
+def _delta_size(data: dict[str, Any]) -> int:
+    text = data.get("delta") or data.get("chunk")
+    return len(text) if isinstance(text, str) else 0

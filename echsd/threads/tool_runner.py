@@ -28,7 +28,7 @@ from echsd.tools.apply_patch import ApplyPatchTool
 from echsd.tools.apply_patch.shell import recognise_shell_patch
 from echsd.tools.args import check_arguments, parse_arguments
 from echsd.tools.base import Tool, ToolContext, ToolError, ToolResult
-from echsd.tools.truncate import truncate_middle
+from echsd.tools.truncate import printable, truncate_middle
 
 log = get_logger(__name__)
 
@@ -62,7 +62,7 @@ async def _run_one(host: TurnHost, call: dict[str, Any]) -> None:
     result = await _invoke(host, name, call_id, call)
     output = result.output
     if isinstance(output, str):
-        output = truncate_middle(output, MAX_OUTPUT_TOKENS * CHARS_PER_TOKEN)
+        output = truncate_middle(printable(output), MAX_OUTPUT_TOKENS * CHARS_PER_TOKEN)
     completed = {
         "turn_id": turn_id,
         "call_id": call_id,

@@ -25,6 +25,7 @@ from echsd.threads.eventlog import ThreadLog
 from echsd.tools.base import ToolContext
 from echsd.tools.capabilities import ThreadCapabilities
 from echsd.tools.registry import ToolRegistry
+from echsd.tools.truncate import printable
 
 
 log = get_logger(__name__)
@@ -43,6 +44,7 @@ class ActorTurnHost:
     approvals: ApprovalBook
     limits: AccountLimits
     partial: list[str] = field(default_factory=list)
+    streamed_output_bytes: int = 0  # tool output sent as tool.output events this turn (budget + 1: no more)
 
     @property
     def thread_id(self) -> str:
@@ -147,11 +149,29 @@ class ActorTurnHost:
         request = PendingApproval(new_approval_id(), self.thread_id, self.turn_id, call_id, tool, arguments, summary)
         return await self.approvals.ask(request, self.emit, self.tuning.approval_timeout_s)
 
+    def _within_output_budget(self, chunk: str) -> str:
+        """What of ``chunk`` may still be streamed this turn (``turn_output_bytes``): past
+        the budget, tools run on and the model still gets each output's head and tail, but
+        clients and the log get one notice instead of the rest."""
+        budget = self.tuning.turn_output_bytes
+        left = budget - self.streamed_output_bytes
+        if left < 0:  # the notice went out
+            return ""
+        encoded = chunk.encode()
+        if len(encoded) <= left:
+            self.streamed_output_bytes += len(encoded)
+            return chunk
+        self.streamed_output_bytes = budget + 1
+        kept = encoded[:left].decode(errors="ignore")
+        return f"{kept}\n[echsd: this turn streamed {budget:,} bytes of tool output, its limit (turn_output_bytes); the rest is not streamed, the model still sees each output's head and tail]\n"
+
     def tool_context(self, call_id: str) -> ToolContext:
         turn_id = self.turn_id
 
         async def emit_output(stream: str, chunk: str) -> None:
-            await self.emit("tool.output", {"turn_id": turn_id, "call_id": call_id, "stream": stream, "chunk": chunk})
+            chunk = self._within_output_budget(printable(chunk))
+            if chunk:
+                await self.emit("tool.output", {"turn_id": turn_id, "call_id": call_id, "stream": stream, "chunk": chunk})
 
         return ToolContext(
             thread_id=self.thread_id,

@@ -159,3 +159,21 @@ async def test_gap_envelope_is_an_events_gap() -> None:
         "ts": 1.0,
         "data": {"from_seq": 5, "to_seq": 9, "reason": "retention"},
     }
+
+
+async def test_fold_by_bytes_keeps_the_newest_that_fit(store: Store) -> None:
+    # 2-6: 1000-byte chunks; 1 and 7 are items, never folded.
+    await write(
+        store,
+        ev(T, 1, "item.completed", text="y" * 5000),
+        *(ev(T, s, "tool.output", chunk="x" * 1000) for s in range(2, 7)),
+        ev(T, 7, "item.completed"),
+    )
+    await fold(store, keep=100, keep_bytes=2500)  # two chunks fit (with their JSON), a third does not
+    assert await gaps(store) == [(2, 4, "retention")]
+    assert shape(await store.read(lambda c: queries.read_events(c, T, 0))) == [1, (2, 4), 5, 6, 7]
+    await fold(store, keep=100, keep_bytes=2500)  # nothing more to do
+    await fold(store, keep=1, keep_bytes=10**9)  # the count still applies
+    assert await gaps(store) == [(2, 5, "retention")]
+    await fold(store, keep=100, keep_bytes=0)
+    assert shape(await store.read(lambda c: queries.read_events(c, T, 0))) == [1, (2, 6), 7]
