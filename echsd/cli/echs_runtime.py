@@ -81,12 +81,31 @@ def run(ctx: click.Context, action: Callable[[Client], Awaitable[int | None]], *
         leaves = list(_leaves(exc))
         if all(isinstance(leaf, WireError) for leaf in leaves):
             fail(leaves[0].message)  # type: ignore[attr-defined]
-        if not all(isinstance(leaf, BrokenPipeError) for leaf in leaves):
-            raise
-        # The reader went away (`echs events -f | head`): not a failure of ours.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = EXIT_OK
+        if all(isinstance(leaf, BrokenPipeError) for leaf in leaves) and stdout_closed():
+            # The reader went away (`echs events -f | head`): not a failure of ours.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise SystemExit(EXIT_OK) from None
+        if all(isinstance(leaf, ConnectionError) for leaf in leaves):
+            # The daemon's socket broke (a broken pipe here is the daemon's, not stdout's).
+            reason = leaves[0].strerror or type(leaves[0]).__name__  # type: ignore[attr-defined]
+            fail(
+                f"the connection to the daemon broke ({reason}); the daemon closes a connection that sends "
+                "a message over its frame limit ([tuning] max_message_bytes), and when it stops"
+            )
+        raise
     raise SystemExit(code or EXIT_OK)
+
+
+def stdout_closed() -> bool:
+    """Whether nobody reads our stdout any more (a pipe or socket whose reader left)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _fd, events in poller.poll(0))
+    except (OSError, ValueError):  # no stdout at all
+        return True
 
 
 def _run_oneshot(action: Callable[[Any], Awaitable[int | None]], connection: dict[str, Any]) -> int | None:

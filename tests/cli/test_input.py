@@ -1,0 +1,50 @@
+"""What ``echs`` refuses before sending (empty, oversize, not UTF-8: usage errors, exit 2),
+and how a broken connection is told apart from a closed stdout: the daemon's socket
+breaking is a failure (exit 1), only a reader that left stdout is not (exit 0)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.cli.helpers import ECHS, Serve, clean_env, echs, new_thread
+from tests.helpers import mock_directive
+
+
+def nothing_delivered(state: Path, tid: str) -> bool:
+    history = echs(state, "history", tid, "--json")
+    return history.returncode == 0 and history.stdout.strip() == "[]"
+
+
+def test_a_socket_that_breaks_while_sending_is_a_failure(tmp_path: Path) -> None:
+    """A frame over the daemon's limit makes it close the connection mid-send: the broken
+    pipe is the daemon's, so echs says so and exits 1 (it used to exit 0, silently)."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / "config.toml").write_text("[tuning]\nmax_message_bytes = 65536\n")
+    daemon = Serve(state)
+    try:
+        tid = new_thread(state)
+        result = echs(state, "send", tid, "-", input="y" * 1_000_000)  # within MAX_TEXT_CHARS, over the frame limit
+        assert result.returncode == 1, (result.stdout, result.stderr)
+        assert result.stderr.startswith("echs: ") and "max_message_bytes" in result.stderr
+        assert "Traceback" not in result.stderr and result.stdout == ""
+        assert nothing_delivered(state, tid)
+    finally:
+        daemon.kill()
+
+
+def test_a_reader_that_leaves_stdout_is_not_a_failure(state: Path) -> None:
+    tid = new_thread(state)
+    assert echs(state, "send", tid, mock_directive({"repeat": {"chunk": "x", "count": 3000}}), "--wait").returncode == 0
+    process = subprocess.Popen(
+        [ECHS, "--state-dir", str(state), "events", tid, "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(state.parent),
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline().startswith(b"{")
+    process.stdout.close()  # like `| head -1`: thousands of lines are still to come
+    assert process.wait(30) == 0
+    assert process.stderr.read() == b""
