@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from echsd.cli.echs_runtime import echo_json, echo_json_line, json_option, options_of, run
+from echsd.cli.echs_text import MESSAGE
 from echsd.cli.echs_wait import TurnWatch, observed_seq, wait_for_turn
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class ReplyPrinter:
 
 @click.command()
 @click.argument("thread_id")
-@click.argument("text")
+@click.argument("text", type=MESSAGE)
 @click.option("--queue", "queue", is_flag=True, help="Queue: run as its own turn after the current one.")
 @click.option("--steer", "steer", is_flag=True, help="Steer: join the running turn at its next safe point.")
 @click.option("--wait", is_flag=True, help="Stream the reply until the turn that takes this input ends.")
@@ -96,8 +97,6 @@ def send(ctx: click.Context, thread_id: str, text: str, queue: bool, steer: bool
     """
     if queue and steer:
         raise click.UsageError("give --queue or --steer, not both")
-    if text == "-":
-        text = sys.stdin.read()
     mode = "queue" if queue else "steer" if steer else None
     options = options_of(ctx)
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from echsd.cli.echs_runtime import echo_json, json_option, options_of, run
+from echsd.cli.echs_text import UTF8, utf8_problem
 
 if TYPE_CHECKING:
     from echsd.wire.client import Client
@@ -19,15 +20,19 @@ CONFIG_KEYS = ("model", "reasoning", "instructions", "cwd", "tools", "writes", "
 
 def _absolute_dir(path: str) -> str:
     """The daemon resolves paths in its own cwd, so send ours resolved."""
-    return os.path.abspath(os.path.expanduser(path))
+    absolute = os.path.abspath(os.path.expanduser(path))
+    problem = utf8_problem(absolute)
+    if problem is not None:
+        raise click.UsageError(f"the directory {absolute!r} cannot be sent to the daemon: {problem}")
+    return absolute
 
 
 @click.command()
 @click.option("--cwd", type=click.Path(exists=True, file_okay=False), help="Working directory for tools (default: here).")
-@click.option("--model", help="Model name (default: the daemon's).")
+@click.option("--model", type=UTF8, help="Model name (default: the daemon's).")
 @click.option("--reasoning", type=click.Choice(REASONING), help="Reasoning effort (default: medium).")
-@click.option("--instructions", help="System instructions ({{cwd}} is filled in).")
-@click.option("--tools", help="Tool names (a,b) or edits of the defaults (+name,-name).")
+@click.option("--instructions", type=UTF8, help="System instructions ({{cwd}} is filled in).")
+@click.option("--tools", type=UTF8, help="Tool names (a,b) or edits of the defaults (+name,-name).")
 @click.option("--writes", type=click.Choice(CHOICES["writes"]), help="What apply_patch may do to files (default: allow).")
 @click.option("--approval", type=click.Choice(CHOICES["approval"]), help="Which tool calls wait for approval (default: never).")
 @click.option("--parent", help="Create the thread as a child of this one.")
@@ -46,10 +51,11 @@ def new(
 ) -> None:
     """Create a thread and print its id."""
     options = options_of(ctx)
+    directory = _absolute_dir(cwd or os.getcwd())
 
     async def action(client: Client) -> None:
         thread = await client.create_thread(
-            cwd=_absolute_dir(cwd or os.getcwd()),
+            cwd=directory,
             model=model,
             reasoning=reasoning,
             instructions=instructions,
@@ -113,6 +119,9 @@ def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         key = key.strip()
+        problem = utf8_problem(pair)
+        if problem is not None:
+            raise click.BadParameter(f"{key or pair!r}: {problem}", param_hint="KEY=VALUE")
         if not sep or not key:
             raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="KEY=VALUE")
         if key not in CONFIG_KEYS:

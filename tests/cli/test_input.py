@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from echsd.wire.params import MAX_TEXT_CHARS
 from tests.cli.helpers import ECHS, Serve, clean_env, echs, new_thread
 from tests.helpers import mock_directive
 
@@ -14,6 +15,39 @@ from tests.helpers import mock_directive
 def nothing_delivered(state: Path, tid: str) -> bool:
     history = echs(state, "history", tid, "--json")
     return history.returncode == 0 and history.stdout.strip() == "[]"
+
+
+def test_empty_and_blank_messages_are_usage_errors(state: Path) -> None:
+    tid = new_thread(state)
+    for args, stdin in ((("",), None), (("   \n",), None), (("-",), "")):
+        result = echs(state, "send", tid, *args, input=stdin)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "empty" in result.stderr and "Traceback" not in result.stderr
+    assert nothing_delivered(state, tid)
+
+
+def test_oversize_message_is_refused_before_sending_naming_the_limit(state: Path) -> None:
+    tid = new_thread(state)
+    result = echs(state, "send", tid, "-", input="x" * (MAX_TEXT_CHARS + 1))
+    assert result.returncode == 2, result.stderr
+    assert f"{MAX_TEXT_CHARS:,}" in result.stderr and f"{MAX_TEXT_CHARS + 1:,}" in result.stderr
+    assert result.stdout == ""
+    assert nothing_delivered(state, tid)
+
+
+def test_text_that_is_not_utf8_is_a_clear_usage_error(state: Path) -> None:
+    tid = new_thread(state)
+    env = clean_env(state.parent)
+    base = [ECHS, "--state-dir", str(state), "send", tid]
+    piped = subprocess.run([*base, "-"], input=b"bad \xff", capture_output=True, env=env, timeout=30)
+    assert piped.returncode == 2, piped.stderr
+    assert b"not valid UTF-8" in piped.stderr and b"0xff" in piped.stderr and b"Traceback" not in piped.stderr
+    argument = subprocess.run([*base, b"bad \xfe"], capture_output=True, env=env, timeout=30)
+    assert argument.returncode == 2, argument.stderr
+    assert b"not valid UTF-8" in argument.stderr and b"0xfe" in argument.stderr
+    instructions = subprocess.run([ECHS, "--state-dir", str(state), "new", "--instructions", b"\xc3("], capture_output=True, env=env, timeout=30)
+    assert instructions.returncode == 2 and b"not valid UTF-8" in instructions.stderr
+    assert nothing_delivered(state, tid)
 
 
 def test_a_socket_that_breaks_while_sending_is_a_failure(tmp_path: Path) -> None:
