@@ -25,7 +25,9 @@ def history(ctx: click.Context, thread_id: str) -> None:
     options = options_of(ctx)
 
     async def action(client: Client) -> None:
-        items = await client.history(thread_id)
+        from echsd.cli.echs_pages import read_all
+
+        items = await read_all(client.history, thread_id)
         if options.json:
             echo_json(items)
             return
@@ -69,12 +71,12 @@ def events(ctx: click.Context, thread_id: str, since: int, follow: bool) -> None
             await _follow(client, thread_id, since, emit)
             return
         position = since
-        while True:
+        while True:  # a page may be short (the daemon's byte budget): only an empty one ends
             page = await client.thread_events(thread_id, since=position, limit=PAGE)
+            if not page:
+                return
             for event in page:
                 emit(event)
-            if len(page) < PAGE:
-                return
             position = _end_of(page[-1])
 
     run(ctx, action, streaming=follow)

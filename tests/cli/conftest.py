@@ -24,6 +24,18 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
         daemon.kill()
 
 
+@pytest.fixture(scope="module")
+def small_frames(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The state dir of a daemon whose frame limit is the smallest allowed (64 KiB), so
+    paging and frame-limit paths are reached with small threads."""
+    state = tmp_path_factory.mktemp("small") / "state"
+    state.mkdir(mode=0o700)
+    (state / "config.toml").write_text("[tuning]\nmax_message_bytes = 65536\n")
+    daemon = Serve(state)
+    yield state
+    daemon.kill()
+
+
 @pytest.fixture
 def state(serve: Serve) -> Path:
     """The shared daemon's state dir (``--state-dir`` for echs)."""

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from echsd.wire.params import MAX_TEXT_CHARS
-from tests.cli.helpers import ECHS, Serve, clean_env, echs, new_thread
+from tests.cli.helpers import ECHS, clean_env, echs, new_thread
 from tests.helpers import mock_directive
 
 
@@ -50,22 +50,15 @@ def test_text_that_is_not_utf8_is_a_clear_usage_error(state: Path) -> None:
     assert nothing_delivered(state, tid)
 
 
-def test_a_socket_that_breaks_while_sending_is_a_failure(tmp_path: Path) -> None:
+def test_a_socket_that_breaks_while_sending_is_a_failure(small_frames: Path) -> None:
     """A frame over the daemon's limit makes it close the connection mid-send: the broken
     pipe is the daemon's, so echs says so and exits 1 (it used to exit 0, silently)."""
-    state = tmp_path / "state"
-    state.mkdir(mode=0o700)
-    (state / "config.toml").write_text("[tuning]\nmax_message_bytes = 65536\n")
-    daemon = Serve(state)
-    try:
-        tid = new_thread(state)
-        result = echs(state, "send", tid, "-", input="y" * 1_000_000)  # within MAX_TEXT_CHARS, over the frame limit
-        assert result.returncode == 1, (result.stdout, result.stderr)
-        assert result.stderr.startswith("echs: ") and "max_message_bytes" in result.stderr
-        assert "Traceback" not in result.stderr and result.stdout == ""
-        assert nothing_delivered(state, tid)
-    finally:
-        daemon.kill()
+    tid = new_thread(small_frames)
+    result = echs(small_frames, "send", tid, "-", input="y" * 1_000_000)  # within MAX_TEXT_CHARS, over the frame limit
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert result.stderr.startswith("echs: ") and "max_message_bytes" in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    assert nothing_delivered(small_frames, tid)
 
 
 def test_a_reader_that_leaves_stdout_is_not_a_failure(state: Path) -> None:
