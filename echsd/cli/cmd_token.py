@@ -11,13 +11,23 @@ import click
 @click.option("--state-dir", type=click.Path(file_okay=False), help="State directory [ECHS_STATE_DIR].")
 @click.option("--rotate", is_flag=True, help="Write a new token; new connections must use it, open ones keep working.")
 def token(state_dir: str | None, rotate: bool) -> None:
-    """Print the client token (created if missing), or rotate it."""
+    """Print the client token (created if missing), or rotate it.
+
+    The state directory must exist: a mistyped --state-dir is refused, not created.
+    """
     from pathlib import Path
 
     from echsd.settings import default_state_dir
     from echsd.wire.token import TokenError, ensure_token, read_token, rotate_token
 
     directory = Path(state_dir).expanduser() if state_dir else default_state_dir(os.environ)
+    if not directory.is_dir():  # a typo must not create a second, empty state dir
+        click.echo(
+            f"echsd token: no state directory {directory} (start `echsd serve` with it first, "
+            "or create it: mkdir -m 700 -p DIR)",
+            err=True,
+        )
+        raise SystemExit(1)
     path = directory / "token"
     try:
         if rotate:
