@@ -19,7 +19,7 @@ import click
 import trio
 
 from echsd.cli.cmd_models import describe_features, describe_prices, describe_reasoning
-from echsd.cli.options import settings_from_flags, settings_options
+from echsd.cli.options import model_options, settings_from_flags
 from echsd.codex import (
     AuthFailed,
     Backoff,
@@ -45,7 +45,7 @@ PROBE_RETRIES = 2
 
 
 @click.command()
-@settings_options
+@model_options
 @click.argument("prompt", required=False, default=DEFAULT_PROMPT)
 def probe(prompt: str, **flags: Any) -> None:
     """Send PROMPT to the model endpoint and print the streamed reply."""

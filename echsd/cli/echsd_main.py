@@ -17,6 +17,7 @@ from echsd.cli.lazy import LazyGroup
         "models": "echsd.cli.cmd_models:models",
         "token": "echsd.cli.cmd_token:token",
         "install-service": "echsd.cli.cmd_install_service:install_service",
+        "vacuum": "echsd.cli.cmd_vacuum:vacuum",
     },
     context_settings={"help_option_names": ["-h", "--help"]},
 )
