@@ -77,6 +77,9 @@ class Attached:
         from echsd.cli.echs_wait import observed_seq
         from echsd.cli.render import short_path
 
+        from echsd.cli.echs_ids import resolve_thread
+
+        self.thread_id = await resolve_thread(self.client, self.thread_id)
         thread = await self.client.get_thread(self.thread_id)
         self.view.state = str(thread.get("state"))
         since = await self._window_start(max(0, await observed_seq(self.client, self.thread_id) - last))

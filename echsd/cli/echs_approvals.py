@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from echsd.cli.echs_ids import resolve_thread
 from echsd.cli.echs_runtime import echo_json, json_option, options_of, run
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ def approvals(ctx: click.Context, thread_id: str | None) -> None:
     options = options_of(ctx)
 
     async def action(client: Client) -> None:
-        pending = await client.approvals(thread_id=thread_id)
+        pending = await client.approvals(thread_id=await resolve_thread(client, thread_id) if thread_id else None)
         if options.json:
             echo_json(pending)
         elif not pending:

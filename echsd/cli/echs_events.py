@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
+from echsd.cli.echs_ids import resolve_thread
 from echsd.cli.echs_runtime import echo_json, echo_json_line, json_option, options_of, run
 
 if TYPE_CHECKING:
     from echsd.wire.client import Client
-
-PAGE = 1000
 
 
 @click.command()
@@ -27,7 +26,7 @@ def history(ctx: click.Context, thread_id: str) -> None:
     async def action(client: Client) -> None:
         from echsd.cli.echs_pages import read_all
 
-        items = await read_all(client.history, thread_id)
+        items = await read_all(client.history, await resolve_thread(client, thread_id))
         if options.json:
             echo_json(items)
             return
@@ -39,17 +38,10 @@ def history(ctx: click.Context, thread_id: str) -> None:
     run(ctx, action)
 
 
-def _end_of(event: dict[str, Any]) -> int:
-    """The last seq an entry covers (a gap covers a range)."""
-    if event.get("event") == "events.gap":
-        return int((event.get("data") or {}).get("to_seq", event["seq"]))
-    return int(event["seq"])
-
-
 @click.command()
 @click.argument("thread_id")
 @click.option("--since", type=click.IntRange(min=0), default=0, show_default=True, help="Replay events after this seq.")
-@click.option("--follow", "-f", is_flag=True, help="Then stream live events (survives daemon restarts) until Ctrl-C.")
+@click.option("--follow", "-f", is_flag=True, help="Then stream live events (survives daemon restarts) until Ctrl-C or a kill.")
 @json_option
 @click.pass_context
 def events(ctx: click.Context, thread_id: str, since: int, follow: bool) -> None:
@@ -67,27 +59,24 @@ def events(ctx: click.Context, thread_id: str, since: int, follow: bool) -> None
             click.echo(event_line(event, style), color=options.color)
 
     async def action(client: Client) -> None:
+        tid = await resolve_thread(client, thread_id)
         if follow:
-            await _follow(client, thread_id, since, emit)
+            await _follow(client, tid, since, emit)
             return
-        position = since
-        while True:  # a page may be short (the daemon's byte budget): only an empty one ends
-            page = await client.thread_events(thread_id, since=position, limit=PAGE)
-            if not page:
-                return
-            for event in page:
-                emit(event)
-            position = _end_of(page[-1])
+        await _replay(client, tid, since, emit)
 
     run(ctx, action, streaming=follow)
 
 
 async def _follow(client: Client, thread_id: str, since: int, emit: Callable[[dict[str, Any]], None]) -> None:
-    """Stream until Ctrl-C (exit 0); the client library reconnects and resumes from the
-    last seq seen, so a daemon restart shows up as neither a gap nor a repeat."""
+    """Stream until Ctrl-C or the thread's kill (exit 0); the client library reconnects
+    and resumes from the last seq seen, so a daemon restart shows up as neither a gap
+    nor a repeat. A thread killed already has nothing to follow: its events are replayed."""
     import trio
 
-    await client.get_thread(thread_id)  # not_found now, not after a silent subscribe
+    if (await client.get_thread(thread_id)).get("state") == "killed":  # (not_found now, not after a subscribe)
+        await _replay(client, thread_id, since, emit)  # nothing will ever follow
+        return
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
 
@@ -99,4 +88,14 @@ async def _follow(client: Client, thread_id: str, since: int, emit: Callable[[di
             async with client.events(thread_id, since=since) as stream:
                 async for event in stream:
                     emit(event)
+                    if event.get("event") == "thread.state" and (event.get("data") or {}).get("state") == "killed":
+                        break  # a killed thread's last event
             nursery.cancel_scope.cancel()
+
+
+async def _replay(client: Client, thread_id: str, since: int, emit: Callable[[dict[str, Any]], None]) -> None:
+    from echsd.cli.echs_pages import event_pages
+
+    async for page in event_pages(client, thread_id, since):
+        for event in page:
+            emit(event)

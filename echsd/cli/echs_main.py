@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from echsd import __version__
-from echsd.cli.echs_runtime import EchsOptions
+from echsd.cli.echs_runtime import COMPACT_TIMEOUT_S, DEFAULT_TIMEOUT_S, KILL_TIMEOUT_S, EchsOptions
 from echsd.cli.lazy import LazyGroup
 
 VERBS = {
@@ -19,6 +19,8 @@ VERBS = {
     "ls": "echsd.cli.echs_threads:ls",
     "show": "echsd.cli.echs_threads:show",
     "config": "echsd.cli.echs_threads:config",
+    "rm": "echsd.cli.echs_threads:rm",
+    "tree": "echsd.cli.echs_threads:tree",
     "send": "echsd.cli.echs_send:send",
     "interrupt": "echsd.cli.echs_control:interrupt",
     "pause": "echsd.cli.echs_control:pause",
@@ -40,9 +42,21 @@ VERBS = {
 @click.option("--url", help="The daemon's address, ws://HOST:PORT [ECHS_URL].")
 @click.option("--token-file", type=click.Path(dir_okay=False), help="File holding the client token [ECHS_TOKEN_FILE, or ECHS_TOKEN].")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON only (one document, or JSON Lines for streams).")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    envvar="ECHS_TIMEOUT",
+    metavar="SECONDS",
+    help=(
+        f"How long to wait for the daemon's answer (default {DEFAULT_TIMEOUT_S:g} s; kill and rm "
+        f"{KILL_TIMEOUT_S:g} s, compact {COMPACT_TIMEOUT_S:g} s) [ECHS_TIMEOUT]."
+    ),
+)
 @click.version_option(__version__, prog_name="echs")
 @click.pass_context
-def cli(ctx: click.Context, state_dir: str | None, socket: str | None, url: str | None, token_file: str | None, as_json: bool) -> None:
+def cli(
+    ctx: click.Context, state_dir: str | None, socket: str | None, url: str | None, token_file: str | None, as_json: bool, timeout: float | None
+) -> None:
     """echs: drive the echsd daemon (threads, input, control, events).
 
     By default the socket and token are found in the state dir. Flags win over the
@@ -50,7 +64,7 @@ def cli(ctx: click.Context, state_dir: str | None, socket: str | None, url: str 
     """
     if socket and url:
         raise click.UsageError("give --socket or --url, not both")
-    ctx.obj = EchsOptions(state_dir=state_dir, socket=socket, url=url, token_file=token_file, json=as_json)
+    ctx.obj = EchsOptions(state_dir=state_dir, socket=socket, url=url, token_file=token_file, json=as_json, timeout=timeout)
 
 
 def main() -> None:

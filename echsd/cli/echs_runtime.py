@@ -25,6 +25,19 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 3
 EXIT_TURN_ERROR = 4
+DEFAULT_TIMEOUT_S = 10.0  # a one-shot verb's wait for the daemon (connecting, then each answer)
+KILL_TIMEOUT_S = 30.0  # kill stops the turns of a whole subtree; rm deletes its whole log
+COMPACT_TIMEOUT_S = 600.0  # compact waits for a model request
+
+
+class Refusal(Exception):
+    """Raised by an action for a failure that is ours, not the daemon's (e.g. an
+    ambiguous thread id): ``run`` prints ``message`` and exits with ``code``."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
 
 
 @dataclass
@@ -36,6 +49,7 @@ class EchsOptions:
     url: str | None = None
     token_file: str | None = None
     json: bool = False
+    timeout: float | None = None  # --timeout / ECHS_TIMEOUT; None: the verb's default
 
     @property
     def color(self) -> bool:
@@ -65,22 +79,40 @@ def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
     raise SystemExit(code)
 
 
-def run(ctx: click.Context, action: Callable[[Client], Awaitable[int | None]], *, streaming: bool = False) -> NoReturn:
+def run(
+    ctx: click.Context,
+    action: Callable[[Client], Awaitable[int | None]],
+    *,
+    streaming: bool = False,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> NoReturn:
     """Connect, run ``action(client)``, and exit with its code (None: 0).
 
     One-shot verbs use the ``BlockingClient`` (no event loop, no trio import: ~150 ms
-    less start-up); ``streaming`` ones (events --follow, send --wait, attach) need trio.
+    less start-up) and wait ``timeout`` seconds at most for each answer (``--timeout``
+    wins); ``streaming`` ones (events --follow, send --wait, attach) need trio, and the
+    timeout bounds only their connecting.
     """
     from echsd.wire.errors import WireError
 
     options = options_of(ctx)
-    connection = {"socket": options.socket, "url": options.url, "state_dir": options.state_dir, "token_file": options.token_file}
+    connection = {
+        "socket": options.socket,
+        "url": options.url,
+        "state_dir": options.state_dir,
+        "token_file": options.token_file,
+        "timeout": options.timeout if options.timeout is not None else timeout,
+    }
     try:
         code = _run_streaming(action, connection) if streaming else _run_oneshot(action, connection)
     except BaseException as exc:  # trio may deliver ours inside exception groups
         leaves = list(_leaves(exc))
-        if all(isinstance(leaf, WireError) for leaf in leaves):
-            fail(leaves[0].message)  # type: ignore[attr-defined]
+        if all(isinstance(leaf, (WireError, Refusal)) for leaf in leaves):
+            first = leaves[0]
+            if isinstance(first, Refusal):
+                fail(first.message, first.code)
+            hint = " (wait longer with --timeout SECONDS or ECHS_TIMEOUT)" if "did not answer within" in first.message else ""  # type: ignore[attr-defined]
+            fail(first.message + hint)  # type: ignore[attr-defined]
         if all(isinstance(leaf, BrokenPipeError) for leaf in leaves) and stdout_closed():
             # The reader went away (`echs events -f | head`): not a failure of ours.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -94,6 +126,19 @@ def run(ctx: click.Context, action: Callable[[Client], Awaitable[int | None]], *
             )
         raise
     raise SystemExit(code or EXIT_OK)
+
+
+def output_width() -> int | None:
+    """How wide lines may be: ``COLUMNS`` when set, else the terminal's width when stdout
+    is one; None (no limit) when writing to a pipe or file."""
+    import shutil
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
 
 
 def stdout_closed() -> bool:
@@ -112,7 +157,11 @@ def _run_oneshot(action: Callable[[Any], Awaitable[int | None]], connection: dic
     from echsd.wire.blocking import blocking_connect, drive
 
     with blocking_connect(
-        connection["socket"], connection["url"], state_dir=connection["state_dir"], token_file=connection["token_file"]
+        connection["socket"],
+        connection["url"],
+        state_dir=connection["state_dir"],
+        token_file=connection["token_file"],
+        timeout=connection["timeout"],
     ) as client:
         return drive(action(client))  # type: ignore[arg-type]
 

@@ -1,4 +1,4 @@
-"""Threads: ``new``, ``ls``, ``show``, ``config``."""
+"""Threads: ``new``, ``ls``, ``show``, ``config``, ``rm``, ``tree``."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from echsd.cli.echs_runtime import echo_json, json_option, options_of, run
+from echsd.cli.echs_ids import resolve_thread
+from echsd.cli.echs_runtime import KILL_TIMEOUT_S, EchsOptions, echo_json, json_option, options_of, output_width, run
 from echsd.cli.echs_text import UTF8, utf8_problem
 
 if TYPE_CHECKING:
     from echsd.wire.client import Client
 
+STATES = ("idle", "running", "paused", "killed")
 REASONING = ("none", "minimal", "low", "medium", "high", "xhigh")
 CHOICES = {"reasoning": REASONING, "writes": ("allow", "dry-run", "deny"), "approval": ("never", "on-write", "always")}
 CONFIG_KEYS = ("model", "reasoning", "instructions", "cwd", "tools", "writes", "approval")
@@ -62,7 +64,7 @@ def new(
             tools=tools,
             writes=writes,
             approval=approval,
-            parent=parent,
+            parent=await resolve_thread(client, parent) if parent else None,
         )
         if options.json:
             echo_json({"thread_id": thread["thread_id"]})
@@ -73,23 +75,51 @@ def new(
 
 
 @click.command()
+@click.option("--state", type=click.Choice(STATES), help="Only threads in this state.")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Only the N newest (of those in --state).")
 @json_option
 @click.pass_context
-def ls(ctx: click.Context) -> None:
-    """List threads."""
+def ls(ctx: click.Context, state: str | None, limit: int | None) -> None:
+    """List threads, newest first."""
     options = options_of(ctx)
 
     async def action(client: Client) -> None:
-        threads = await client.list_threads()
+        threads, total = await _newest_threads(client, state, limit)
         if options.json:
             echo_json(threads)
             return
         from echsd.cli.render import Style
         from echsd.cli.render_thread import thread_table
 
-        click.echo("\n".join(thread_table(threads, Style(options.color))), color=options.color)
+        style = Style(options.color)
+        if not threads and state:
+            click.echo(f"no {state} threads")
+            return
+        click.echo("\n".join(thread_table(threads, style, width=output_width())), color=options.color)
+        if len(threads) < total:
+            which = f" {state}" if state else ""
+            click.echo(style.dim(f"… {total - len(threads)} older{which} thread(s) not shown (--limit)"), color=options.color)
 
     run(ctx, action)
+
+
+async def _newest_threads(client: Client, state: str | None, limit: int | None) -> tuple[list[dict[str, Any]], int]:
+    """The newest ``limit`` threads (in ``state``), newest first, and how many there are.
+
+    ``thread.list`` pages oldest first: without a state filter only the last ``limit``
+    are read (the first page says how many there are); with one, every page is.
+    """
+    from echsd.cli.echs_pages import read_all
+
+    start = 0
+    if limit is not None and state is None:
+        start = max(0, int((await client.list_threads(offset=0, limit=1))["total"]) - limit)
+    threads = await read_all(client.list_threads, offset=start)
+    if state is not None:
+        threads = [thread for thread in threads if thread.get("state") == state]
+    threads.sort(key=lambda thread: float(thread.get("created_at") or 0), reverse=True)
+    total = start + len(threads)
+    return threads[:limit], total
 
 
 @click.command()
@@ -101,16 +131,19 @@ def show(ctx: click.Context, thread_id: str) -> None:
     options = options_of(ctx)
 
     async def action(client: Client) -> None:
-        thread = await client.get_thread(thread_id)
-        if options.json:
-            echo_json(thread)
-            return
-        from echsd.cli.render import Style
-        from echsd.cli.render_thread import thread_lines
-
-        click.echo("\n".join(thread_lines(thread, Style(options.color))), color=options.color)
+        _print_thread(options, await client.get_thread(await resolve_thread(client, thread_id)))
 
     run(ctx, action)
+
+
+def _print_thread(options: EchsOptions, thread: dict[str, Any]) -> None:
+    if options.json:
+        echo_json(thread)
+        return
+    from echsd.cli.render import Style
+    from echsd.cli.render_thread import thread_lines
+
+    click.echo("\n".join(thread_lines(thread, Style(options.color), width=output_width())), color=options.color)
 
 
 def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -147,13 +180,43 @@ def config(ctx: click.Context, thread_id: str, settings: tuple[str, ...]) -> Non
     changes = parse_settings(settings)
 
     async def action(client: Client) -> None:
-        thread = await client.configure(thread_id, changes)
+        _print_thread(options, await client.configure(await resolve_thread(client, thread_id), changes))
+
+    run(ctx, action)
+
+
+@click.command()
+@click.argument("thread_id")
+@json_option
+@click.pass_context
+def rm(ctx: click.Context, thread_id: str) -> None:
+    """Delete a thread that is not running, with its descendants, history and events."""
+    options = options_of(ctx)
+
+    async def action(client: Client) -> None:
+        result = await client.delete_thread(await resolve_thread(client, thread_id))
+        echo_json(result) if options.json else click.echo("deleted " + ", ".join(result.get("deleted") or []))
+
+    run(ctx, action, timeout=KILL_TIMEOUT_S)
+
+
+@click.command()
+@click.argument("thread_id", required=False)
+@json_option
+@click.pass_context
+def tree(ctx: click.Context, thread_id: str | None) -> None:
+    """Show the thread tree under THREAD_ID (or under every root), with states."""
+    options = options_of(ctx)
+
+    async def action(client: Client) -> None:
+        top = await resolve_thread(client, thread_id) if thread_id else None
+        nodes = await client.thread_tree(top)
         if options.json:
-            echo_json(thread)
+            echo_json(nodes)
             return
         from echsd.cli.render import Style
-        from echsd.cli.render_thread import thread_lines
+        from echsd.cli.render_thread import tree_lines
 
-        click.echo("\n".join(thread_lines(thread, Style(options.color))), color=options.color)
+        click.echo("\n".join(tree_lines(nodes, Style(options.color))), color=options.color)
 
     run(ctx, action)

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 import click
 
+MIN_LAST_COLUMN = 8
 STATE_COLORS = {"running": "green", "idle": "cyan", "paused": "yellow", "killed": "red"}
 # Escape sequences (CSI, OSC, two-byte) and the other control characters but tab and newline.
 _ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])|[\x00-\x08\x0b-\x1f\x7f]")
@@ -42,18 +43,52 @@ class Style:
         return self(state, fg=STATE_COLORS.get(state))
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], style: Style, colors: Sequence[str | None] = ()) -> list[str]:
-    """Left-aligned columns; widths come from the plain text, colour is added after padding."""
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    style: Style,
+    colors: Sequence[str | None] = (),
+    *,
+    width: int | None = None,
+    droppable: Sequence[int] = (),
+) -> list[str]:
+    """Left-aligned columns; widths come from the plain text, colour is added after padding.
+
+    Within ``width``: the ``droppable`` columns are left out, in that order, while the
+    lines are too wide; then the last column is cut from the left (``…/tail``).
+    """
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    lines = [style.bold("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())]
-    for row in rows:
-        cells = []
-        for i, (cell, width) in enumerate(zip(row, widths, strict=True)):
-            padded = cell.ljust(width) if i < len(row) - 1 else cell
+    shown = list(range(len(headers)))
+
+    def line_width() -> int:
+        return sum(widths[i] for i in shown) + 2 * (len(shown) - 1)
+
+    cells = [list(row) for row in rows]
+    if width is not None:
+        for column in droppable:
+            if line_width() <= width:
+                break
+            shown.remove(column)
+        last = shown[-1]
+        room = max(MIN_LAST_COLUMN, width - (line_width() - widths[last]))
+        if widths[last] > room:
+            widths[last] = room
+            for row in cells:
+                row[last] = clip_left(row[last], room)
+    lines = [style.bold("  ".join(headers[i].ljust(widths[i]) for i in shown).rstrip())]
+    for row in cells:
+        parts = []
+        for i in shown:
+            padded = row[i].ljust(widths[i]) if i != shown[-1] else row[i]
             fg = colors[i] if i < len(colors) else None
-            cells.append(style(padded, fg=STATE_COLORS.get(cell)) if fg == "state" else padded)
-        lines.append("  ".join(cells).rstrip())
+            parts.append(style(padded, fg=STATE_COLORS.get(row[i])) if fg == "state" else padded)
+        lines.append("  ".join(parts).rstrip())
     return lines
+
+
+def clip_left(text: str, limit: int) -> str:
+    """The end of ``text`` in ``limit`` characters (paths say most at their end)."""
+    return text if len(text) <= limit else "…" + text[len(text) - limit + 1 :]
 
 
 def ago(timestamp: float | None, now: float | None = None) -> str:

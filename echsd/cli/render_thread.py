@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from echsd.cli.render import Style, ago, duration, one_line, short_path, table, tokens, when
+from echsd.cli.render import Style, ago, clip_left, duration, one_line, short_path, table, tokens, when
 
+LABEL = "  instructions  "  # the labels' column in thread_lines
 MOCK_NOTE = "the built-in scripted mock model: no model credentials were found"
 
 
@@ -34,9 +35,9 @@ def status_lines(status: dict[str, Any], style: Style) -> list[str]:
     return lines
 
 
-def thread_table(threads: list[dict[str, Any]], style: Style) -> list[str]:
+def thread_table(threads: list[dict[str, Any]], style: Style, width: int | None = None) -> list[str]:
     if not threads:
-        return ["no threads yet (create one with `echs new`)"]
+        return ["no threads (create one with `echs new`)"]
     with_parent = any(t.get("parent") for t in threads)
     headers = ["THREAD", "STATE", "MODEL", "TURNS", "COST", "QUEUED", "CREATED", *(["PARENT"] if with_parent else []), "CWD"]
     rows = []
@@ -55,7 +56,27 @@ def thread_table(threads: list[dict[str, Any]], style: Style) -> list[str]:
             short_path(str(config.get("cwd", "-"))),
         ]
         rows.append(row)
-    return table(headers, rows, style, colors=[None, "state"])
+    # On a narrow terminal these go first: cost, queue, turns, parent, age, model.
+    droppable = [4, 5, 3, *([7] if with_parent else []), 6, 2]
+    return table(headers, rows, style, colors=[None, "state"], width=width, droppable=droppable)
+
+
+def tree_lines(nodes: list[dict[str, Any]], style: Style) -> list[str]:
+    """``thread.tree``'s nested ``{thread_id, state, children}`` drawn as a tree."""
+    if not nodes:
+        return ["no threads (create one with `echs new`)"]
+    lines: list[str] = []
+
+    def draw(node: dict[str, Any], lead: str, branch: str) -> None:
+        lines.append(f"{lead}{branch}{node.get('thread_id')}  {style.state(str(node.get('state')))}")
+        children = node.get("children") or []
+        below = lead + ("" if not branch else "   " if branch == "└─ " else "│  ")
+        for index, child in enumerate(children):
+            draw(child, below, "└─ " if index == len(children) - 1 else "├─ ")
+
+    for node in nodes:
+        draw(node, "", "")
+    return lines
 
 
 def cost(value: Any) -> str:
@@ -90,33 +111,39 @@ def rate_limit_line(limit: dict[str, Any]) -> str:
     return ", ".join(parts) or "reported"
 
 
-def thread_lines(thread: dict[str, Any], style: Style) -> list[str]:
+def thread_lines(thread: dict[str, Any], style: Style, width: int | None = None) -> list[str]:
     config = thread.get("config") or {}
     instructions = str(config.get("instructions", ""))
     children = thread.get("children") or []
+    room = max(20, (width or 10**6) - len(LABEL))  # what a value may take after its label
+
+    def value(text: str, limit: int = room) -> str:
+        return one_line(text, limit)
+
+    size = f"  ({len(instructions)} chars)"
     lines = [
         f"{style.bold(str(thread.get('thread_id')))}  {style.state(str(thread.get('state')))}",
         f"  created       {when(thread.get('created_at'))}",
         f"  parent        {thread.get('parent') or '-'}",
-        f"  children      {', '.join(children) if children else '-'}",
-        f"  cwd           {short_path(str(config.get('cwd', '-')))}",
-        f"  model         {config.get('model', '-')}  (reasoning {config.get('reasoning', '-')})",
-        f"  tools         {', '.join(config.get('tools') or []) or '-'}",
-        f"  policy        writes {config.get('writes', 'allow')}, approval {config.get('approval', 'never')}",
-        f"  instructions  {one_line(instructions, 60)}" + style.dim(f"  ({len(instructions)} chars)"),
+        f"  children      {value(', '.join(children)) if children else '-'}",
+        f"  cwd           {clip_left(short_path(str(config.get('cwd', '-'))), room)}",
+        f"  model         {value(str(config.get('model', '-')) + '  (reasoning ' + str(config.get('reasoning', '-')) + ')')}",
+        f"  tools         {value(', '.join(config.get('tools') or []) or '-')}",
+        f"  policy        {value('writes ' + str(config.get('writes', 'allow')) + ', approval ' + str(config.get('approval', 'never')))}",
+        f"  instructions  {value(instructions, min(60, max(10, room - len(size))))}" + style.dim(size),
         f"  queued        {thread.get('queued', 0)}",
-        f"  usage         {usage_line(thread.get('usage') or {})}",
+        f"  usage         {value(usage_line(thread.get('usage') or {}))}",
     ]
     plan = thread.get("plan") or {}
     for index, step in enumerate(plan.get("steps") or []):
         mark = {"completed": "✓", "in_progress": "▶"}.get(str(step.get("status")), "·")
-        lines.append(("  plan          " if index == 0 else "                ") + f"{mark} {one_line(str(step.get('step')), 70)}")
+        lines.append(("  plan          " if index == 0 else "                ") + f"{mark} {value(str(step.get('step')), min(70, room - 2))}")
     if thread.get("active_turn"):
         lines.append(f"  active turn   {thread['active_turn']}")
     if thread.get("last_seq") is not None:
         lines.append(f"  last event    #{thread['last_seq']}")
     if thread.get("failed"):
-        lines.append(style(f"  failed        {thread['failed']}", fg="red"))
+        lines.append(style(f"  failed        {value(str(thread['failed']))}", fg="red"))
     return lines
 
 

@@ -165,8 +165,12 @@ def test_control_verbs(state: Path) -> None:
 
     killed = ok_json(state, "kill", tid)
     assert killed["thread_id"] == tid and tid in killed["killed"]
-    again = echs(state, "kill", tid)
-    assert again.returncode == 1 and "killed" in again.stderr and again.stdout == ""
+    again = echs(state, "kill", tid)  # idempotent, like pause on a paused thread
+    assert again.returncode == 0 and again.stdout == f"{tid} is already killed\n"
+    assert ok_json(state, "kill", tid) == {"thread_id": tid, "state": "killed", "killed": []}
+    for verb in ("pause", "resume", "interrupt"):  # control of a killed thread: invalid_state
+        refused = echs(state, verb, tid)
+        assert refused.returncode == 1 and "killed" in refused.stderr, verb
     assert echs(state, "send", tid, "too late").returncode == 1
     assert "paused" in echs(state, "pause", new_thread(state)).stdout
 
