@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from echsd.cli.echs_ids import resolve_thread
 from echsd.cli.echs_runtime import echo_json, echo_json_line, json_option, options_of, run
 from echsd.cli.echs_text import MESSAGE
-from echsd.cli.echs_wait import TurnWatch, observed_seq, wait_for_turn
+from echsd.cli.echs_wait import TurnWatch, wait_for_turn
 
 if TYPE_CHECKING:
     from echsd.wire.client import Client
@@ -28,6 +29,7 @@ class ReplyPrinter:
         self.item_id: str | None = None
         self.wrote = False
         self.at_line_start = True
+        self.paused = False  # the thread's state as last seen, for aside()
 
     def show(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
@@ -42,6 +44,19 @@ class ReplyPrinter:
             from echsd.cli.render_history import arguments_summary
 
             self.note(self.style.dim(f"⚙ {data.get('name')}({arguments_summary(data.get('arguments'), 60)})"), prefix=False)
+        elif kind in ("turn.retry", "turn.waiting"):
+            from echsd.cli.render_events import waiting_text
+
+            self.note(waiting_text(kind, data))
+
+    def aside(self, event: dict[str, Any]) -> None:
+        """An event of the thread outside our turn: a pause or a resume changes our wait."""
+        if event.get("event") != "thread.state":
+            return
+        paused = (event.get("data") or {}).get("state") == "paused"
+        if paused != self.paused:
+            self.paused = paused
+            self.note("the thread was paused: the input waits until `echs resume`" if paused else "the thread was resumed")
 
     def _text(self, text: str, item_id: Any) -> None:
         if item_id != self.item_id and self.wrote:
@@ -81,7 +96,7 @@ class ReplyPrinter:
 
 
 @click.command()
-@click.argument("thread_id")
+@click.argument("given", metavar="THREAD_ID")
 @click.argument("text", type=MESSAGE)
 @click.option("--queue", "queue", is_flag=True, help="Queue: run as its own turn after the current one.")
 @click.option("--steer", "steer", is_flag=True, help="Steer: join the running turn at its next safe point.")
@@ -89,7 +104,7 @@ class ReplyPrinter:
 @click.option("--id", "client_msg_id", metavar="CLIENT_MSG_ID", help="Idempotency key: a repeat is never delivered twice.")
 @json_option
 @click.pass_context
-def send(ctx: click.Context, thread_id: str, text: str, queue: bool, steer: bool, wait: bool, client_msg_id: str | None) -> None:
+def send(ctx: click.Context, given: str, text: str, queue: bool, steer: bool, wait: bool, client_msg_id: str | None) -> None:
     """Send TEXT to a thread (TEXT '-' reads standard input).
 
     Without --wait, prints the acknowledgement. With --wait, exits 0 when the turn
@@ -101,9 +116,16 @@ def send(ctx: click.Context, thread_id: str, text: str, queue: bool, steer: bool
     options = options_of(ctx)
 
     async def action(client: Client) -> int:
-        # With --wait, note the seq before sending: everything our input causes comes after.
-        since = await observed_seq(client, thread_id) if wait and not client_msg_id else 0
+        thread_id = await resolve_thread(client, given)
+        thread = await client.get_thread(thread_id)
+        before = int(thread.get("last_seq") or 0)  # everything our input causes comes after this seq
         ack = await client.send(thread_id, text, mode=mode, client_msg_id=client_msg_id)
+        repeat = client_msg_id is not None and await is_repeat(client, thread_id, before, str(ack["input_id"]))
+        if repeat:
+            _note(
+                f"--id {client_msg_id} was used before on {thread_id}: this is its input {ack['input_id']} again and "
+                "nothing new was sent (the daemon does not say whether the text was the same)"
+            )
         if not wait:
             if options.json:
                 echo_json(ack)
@@ -112,12 +134,42 @@ def send(ctx: click.Context, thread_id: str, text: str, queue: bool, steer: bool
 
                 click.echo(ack_line(ack))
             return 0
+        since = 0 if repeat else before  # a repeat may have been delivered long ago
         watch = TurnWatch(ack["input_id"])
         if options.json:
-            return await wait_for_turn(client, thread_id, since, watch, echo_json_line, lambda m: click.echo(f"echs: {m}", err=True))
+            return await wait_for_turn(client, thread_id, since, watch, echo_json_line, _note)
+        if ack.get("disposition") == "queued" and not repeat:
+            _note(waiting_note(thread_id, str(thread.get("state"))))
         printer = ReplyPrinter(options.color)
-        code = await wait_for_turn(client, thread_id, since, watch, printer.show, printer.note)
+        printer.paused = thread.get("state") == "paused"
+        code = await wait_for_turn(client, thread_id, since, watch, printer.show, printer.note, printer.aside)
         printer.finish(watch)
         return code
 
     run(ctx, action, streaming=wait)
+
+
+def _note(message: str) -> None:
+    click.echo(f"echs: {message}", err=True)
+
+
+def waiting_note(thread_id: str, state: str) -> str:
+    """Why ``--wait`` will wait before anything streams (the input was queued)."""
+    if state == "paused":
+        return f"{thread_id} is paused: the input waits in its queue until `echs resume {thread_id}` (Ctrl-C stops waiting)"
+    return f"a turn is running on {thread_id}: the input is queued and runs after it (Ctrl-C stops waiting)"
+
+
+async def is_repeat(client: Client, thread_id: str, before: int, input_id: str) -> bool:
+    """Whether the ack was for an input sent before (a reused ``--id``): a new input's
+    ``input.queued``/``input.delivered`` is committed before it is acknowledged, so it is
+    among the events after ``before``; a repeat's is not."""
+    from contextlib import aclosing
+
+    from echsd.cli.echs_pages import event_pages
+
+    async with aclosing(event_pages(client, thread_id, before)) as pages:
+        async for page in pages:
+            if any((event.get("data") or {}).get("input_id") == input_id for event in page):
+                return False
+    return True

@@ -86,8 +86,10 @@ async def wait_for_turn(
     watch: TurnWatch,
     show: Callable[[dict[str, Any]], None],
     note: Callable[[str], None],
+    aside: Callable[[dict[str, Any]], None] = lambda event: None,
 ) -> int:
     """Follow the events after ``since`` until ``watch`` is done; returns the exit code.
+    Events of our turn go to ``show``, the thread's others to ``aside``.
 
     Ctrl-C interrupts our turn (once it has started) and keeps waiting for its end; a
     second Ctrl-C, or one before the input was delivered, stops waiting (exit 3).
@@ -120,6 +122,8 @@ async def wait_for_turn(
                 async for event in stream:
                     if watch.accept(event):
                         show(event)
+                    else:
+                        aside(event)
                     if watch.done:
                         break
             nursery.cancel_scope.cancel()

@@ -53,6 +53,15 @@ def summary(event: dict[str, Any]) -> str:
     return one_line(", ".join(f"{k}={_short(v)}" for k, v in data.items()), 120)
 
 
+def waiting_text(kind: str, data: dict[str, Any]) -> str:
+    """Why a turn is silent: a retried model request (``turn.retry``) or a wait for a slot."""
+    if kind == "turn.retry":
+        attempt, most = data.get("attempt"), data.get("max_retries")
+        of = f"{attempt}/{most}" if most else str(attempt)
+        return f"model request failed ({one_line(str(data.get('reason') or data.get('code') or 'error'), 100)}); retry {of} in {round(float(data.get('delay_s') or 0), 2):g}s"
+    return f"waiting to run: {one_line(str(data.get('reason') or ''), 100)}"
+
+
 def _short(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 

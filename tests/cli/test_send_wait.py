@@ -5,6 +5,7 @@ is 1. Turns are held open by a gated tool command, so no test depends on timing.
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 from pathlib import Path
@@ -137,3 +138,78 @@ async def test_daemon_that_dies_during_wait_exits_1(tmp_path: Path, gate: Path) 
     finally:
         own.kill()
         gate.touch()  # the tool command the killed daemon left behind ends too
+
+
+def unique(text: str) -> str:
+    """The mock counts a fault's ``times`` per script: each test's script must be its own."""
+    import uuid
+
+    return f"{text} {uuid.uuid4().hex[:8]}"
+
+
+async def test_wait_shows_retries_on_stderr(state: Path) -> None:
+    tid = new_thread(state)
+    script = mock_directive({"text": unique("recovered"), "fault": "http", "status": 503, "retry_after": 0.05, "times": 2})
+    result = await echs_async(state, "send", tid, script, "--wait")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(b"recovered ")
+    notes = [line for line in result.stderr.decode().splitlines() if "retry" in line]
+    assert len(notes) == 2, result.stderr
+    assert notes[0].startswith("echs: model request failed (") and "503" in notes[0] and notes[0].endswith("; retry 1/5 in 0.05s")
+    assert notes[1].endswith("; retry 2/5 in 0.05s")
+    as_json = await echs_async(state, "send", tid, script.replace("recovered", "again"), "--wait", "--json")
+    retries = [e["data"] for e in json_lines(as_json.stdout) if e["event"] == "turn.retry"]
+    assert [r["attempt"] for r in retries] == [1, 2] and all({"max_retries", "delay_s", "reason"} <= set(r) for r in retries)
+
+
+async def test_wait_says_why_it_waits_paused_or_queued(state: Path, gate: Path) -> None:
+    tid = new_thread(state)
+    async with client_for(state) as client, trio.open_nursery() as nursery:
+        await client.pause(tid)
+        paused = Background(nursery, state, "send", tid, "after the pause", "--wait")
+        await wait_event(client, tid, of_type("input.queued"))
+        await client.resume(tid)
+        result = await paused.wait()
+        assert result.returncode == 0, result.stderr
+        notes = result.stderr.decode()
+        assert f"{tid} is paused: the input waits in its queue until `echs resume {tid}`" in notes
+        assert "the thread was resumed" in notes and result.stdout == b"mock reply to: after the pause\n"
+
+        last = (await client.get_thread(tid))["last_seq"]
+        await client.send(tid, gated_turn(gate, "first"))
+        await wait_event(client, tid, of_type("tool.started"), since=last)
+        behind = Background(nursery, state, "send", tid, "behind it", "--wait")
+        await wait_event(client, tid, of_type("input.queued"), since=last)
+        gate.touch()
+        result = await behind.wait()
+    assert result.returncode == 0, result.stderr
+    assert f"a turn is running on {tid}: the input is queued and runs after it" in result.stderr.decode()
+    assert result.stdout == b"mock reply to: behind it\n"
+
+
+async def test_reused_id_gets_a_notice(state: Path) -> None:
+    tid = new_thread(state)
+    first = await echs_async(state, "send", tid, "one", "--id", "key-1", "--json")
+    assert first.returncode == 0 and first.stderr == b""
+    again = await echs_async(state, "send", tid, "two", "--id", "key-1", "--json")
+    assert again.returncode == 0
+    assert json.loads(again.stdout)["input_id"] == json.loads(first.stdout)["input_id"]
+    assert b"--id key-1 was used before" in again.stderr and b"nothing new was sent" in again.stderr
+    fresh = await echs_async(state, "send", tid, "three", "--id", "key-2")
+    assert fresh.returncode == 0 and fresh.stderr == b""
+
+
+async def test_follow_ends_with_the_kill(state: Path) -> None:
+    tid = new_thread(state)
+    async with client_for(state) as client, trio.open_nursery() as nursery:
+        following = Background(nursery, state, "events", tid, "--follow", "--json")
+        await wait_event(client, tid, of_type("thread.created"))
+        await client.send(tid, "hello")
+        await wait_event(client, tid, of_type("turn.completed"))
+        await client.kill(tid)
+        live = await following.wait()
+    assert live.returncode == 0, live.stderr
+    events = json_lines(live.stdout)
+    assert events[-1]["event"] == "thread.state" and events[-1]["data"]["state"] == "killed"
+    replay = await echs_async(state, "events", tid, "--follow", "--json")  # killed already: replay, then exit
+    assert replay.returncode == 0 and json_lines(replay.stdout) == events
