@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from echsd.cli.render import Style, clip_lines, duration, one_line, printable, tokens
-from echsd.cli.render_events import summary
+from echsd.cli.render_events import killed_text, summary
 from echsd.cli.render_history import arguments_summary, content_text
 
 
@@ -208,7 +208,7 @@ class AttachView:
         if kind == "input.dropped":
             return [s(f"input {data.get('input_id')} dropped: {data.get('reason')}", fg="yellow")]
         if kind == "thread.killed":
-            return [s(f"thread killed ({data.get('reason')})", fg="red")]
+            return [s(killed_text(data), fg="red")]
         if kind == "thread.configured":
             config = data.get("config") or {}
             changed = ", ".join(f"{k}={one_line(str(config.get(k)), 40)}" for k in data.get("changed") or [])

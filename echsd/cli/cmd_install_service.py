@@ -61,7 +61,10 @@ def _systemctl(systemctl: str, *args: str) -> None:
     help="Record this shell's PATH in the unit, so tools find what you find.",
 )
 def install_service(user: bool, no_enable: bool, keep_path: bool) -> None:
-    """Write ~/.config/systemd/user/echsd.service and enable it (daemon-reload, enable --now)."""
+    """Install and start the systemd user unit.
+
+    Writes ~/.config/systemd/user/echsd.service, then daemon-reload and enable --now.
+    """
     from echsd.service.unit import UNIT_NAME, render_unit
 
     if not user:

@@ -17,7 +17,9 @@ from echsd.codex.mock import MockUpstream, ScriptError, load_script
 @click.option("--script", type=click.Path(dir_okay=False), help="Script file (JSON or .toml), see docs/mock-upstream.md.")
 @click.option("--require-token", help="Require 'Authorization: Bearer TOKEN' on model requests.")
 def mock_upstream(host: str, port: int, script: str | None, require_token: str | None) -> None:
-    """Serve the Responses API from a script until SIGTERM/SIGINT; first line out: LISTENING <port>.
+    """Serve a scripted Responses API (tests, demos).
+
+    Runs until SIGTERM/SIGINT; the first line out is LISTENING <port>.
 
     Unlike the daemon's built-in mock, this one serves /_mock/requests and /_mock/reset.
     """

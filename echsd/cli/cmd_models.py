@@ -17,7 +17,10 @@ from echsd.settings import DEFAULT_MODELS, SettingsError, load_catalog_setting
 )
 @click.option("--json", "as_json", is_flag=True, help="A JSON list of objects instead of a table.")
 def models(state_dir: str | None, as_json: bool) -> None:
-    """List the model catalog: reasoning efforts, context window, prices per 1M tokens."""
+    """List the model catalog: efforts, window, prices.
+
+    Per model: reasoning efforts, context window, compaction point, USD per 1M tokens.
+    """
     try:
         catalog = load_catalog_setting({"state_dir": state_dir})
     except SettingsError as exc:

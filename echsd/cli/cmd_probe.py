@@ -48,7 +48,10 @@ PROBE_RETRIES = 2
 @model_options
 @click.argument("prompt", required=False, default=DEFAULT_PROMPT)
 def probe(prompt: str, **flags: Any) -> None:
-    """Send PROMPT to the model endpoint and print the streamed reply."""
+    """Ask the model endpoint once; print the reply.
+
+    Sends PROMPT and streams the answer; exit 1 with one line saying why when it fails.
+    """
     # Retry warnings would break the "one line on stderr" promise; ECHS_LOG_LEVEL still wins.
     configure(level=os.environ.get("ECHS_LOG_LEVEL") or "error")
     settings = settings_from_flags(**flags)

@@ -19,7 +19,10 @@ from echsd.cli.options import settings_from_flags, settings_options
 @click.option("--log-level", default=None, help="debug, info, warning or error [ECHS_LOG_LEVEL].")
 @click.option("--log-format", type=click.Choice(["auto", "console", "json"]), default=None, help="Log format [ECHS_LOG_FORMAT].")
 def serve(log_level: str | None, log_format: str | None, **flags: Any) -> None:
-    """Run the daemon in the foreground (graceful stop on SIGTERM/SIGINT)."""
+    """Run the daemon in the foreground.
+
+    SIGTERM or SIGINT stops it gracefully: running turns are interrupted and saved.
+    """
     from echsd import logs
 
     logs.configure(level=log_level, fmt=log_format)

@@ -11,9 +11,9 @@ import click
 @click.option("--state-dir", type=click.Path(file_okay=False), help="State directory [ECHS_STATE_DIR].")
 @click.option("--rotate", is_flag=True, help="Write a new token; new connections must use it, open ones keep working.")
 def token(state_dir: str | None, rotate: bool) -> None:
-    """Print the client token (created if missing), or rotate it.
+    """Print (or rotate) the client token.
 
-    The state directory must exist: a mistyped --state-dir is refused, not created.
+    It is created when missing. The state directory must exist: a mistyped --state-dir is refused, not created.
     """
     from pathlib import Path
 

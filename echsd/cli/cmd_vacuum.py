@@ -30,7 +30,10 @@ def _fail(message: str, code: int = 1) -> NoReturn:
 @click.command()
 @store_options
 def vacuum(**flags: Any) -> None:
-    """Compact the SQLite database (only while the daemon is stopped)."""
+    """Compact the SQLite store (daemon stopped).
+
+    Gives the space of deleted threads and folded events back to the disk.
+    """
     settings = settings_from_flags(**flags)
     if not settings.store_url.startswith(SQLITE_SCHEME):
         click.echo("echsd vacuum: the store is PostgreSQL, whose autovacuum reclaims space by itself; nothing to do", err=True)

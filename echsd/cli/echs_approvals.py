@@ -24,7 +24,10 @@ def describe_request(request: dict[str, Any], now: float | None = None) -> str:
 @json_option
 @click.pass_context
 def approvals(ctx: click.Context, thread_id: str | None) -> None:
-    """List tool calls waiting for approval (of one thread, or of all)."""
+    """List tool calls waiting for approval.
+
+    Those of THREAD_ID, or of every thread.
+    """
     options = options_of(ctx)
 
     async def action(client: Client) -> None:

@@ -36,7 +36,10 @@ def _control(
 @json_option
 @click.pass_context
 def interrupt(ctx: click.Context, thread_id: str, clear_queue: bool) -> None:
-    """Interrupt the running turn (the queue then continues, unless cleared)."""
+    """Interrupt the running turn; the queue goes on.
+
+    Queued input then runs, unless --clear-queue drops it.
+    """
 
     def describe(_tid: str, result: dict[str, Any]) -> str:
         text = "interrupted the running turn" if result.get("interrupted") else "no turn was running"

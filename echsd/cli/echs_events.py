@@ -45,7 +45,10 @@ def history(ctx: click.Context, thread_id: str) -> None:
 @json_option
 @click.pass_context
 def events(ctx: click.Context, thread_id: str, since: int, follow: bool) -> None:
-    """Replay the thread's events after --since; with --follow, keep streaming."""
+    """Replay a thread's events; --follow keeps streaming.
+
+    Events after --since (default: all); with --follow, live ones too until Ctrl-C or a kill.
+    """
     options = options_of(ctx)
     from echsd.cli.render import Style
     from echsd.cli.render_events import event_line

@@ -105,10 +105,13 @@ class ReplyPrinter:
 @json_option
 @click.pass_context
 def send(ctx: click.Context, given: str, text: str, queue: bool, steer: bool, wait: bool, client_msg_id: str | None) -> None:
-    """Send TEXT to a thread (TEXT '-' reads standard input).
+    """Send TEXT to a thread ('-' reads standard input).
 
-    Without --wait, prints the acknowledgement. With --wait, exits 0 when the turn
-    completes, 3 when it is interrupted (Ctrl-C interrupts it), 4 when it fails.
+    An idle thread starts a turn; during a turn the input is queued and runs after it
+    (--steer joins the running turn instead); a paused thread keeps it queued until
+    resumed. Without --wait, prints the acknowledgement. With --wait, streams the reply
+    and exits 0 when the turn completes, 3 when it is interrupted (Ctrl-C interrupts
+    it), 4 when it fails.
     """
     if queue and steer:
         raise click.UsageError("give --queue or --steer, not both")

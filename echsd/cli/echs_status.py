@@ -16,7 +16,10 @@ if TYPE_CHECKING:
 @json_option
 @click.pass_context
 def status(ctx: click.Context) -> None:
-    """Show the daemon's version, uptime, provider, model and thread counts."""
+    """Show the daemon: version, provider, model, threads.
+
+    Also its uptime, usage, rate limits and how tool processes are contained.
+    """
     options = options_of(ctx)
 
     async def action(client: Client) -> None:

@@ -171,7 +171,9 @@ def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
 @json_option
 @click.pass_context
 def config(ctx: click.Context, thread_id: str, settings: tuple[str, ...]) -> None:
-    """Hot-swap config: model, reasoning, instructions, cwd, tools (+name,-name), writes
+    """Change a thread's config, also while it runs.
+
+    Keys: model, reasoning, instructions, cwd, tools (+name,-name), writes
     (allow|dry-run|deny), approval (never|on-write|always).
 
     A change made while a turn runs takes effect at its next model request.
@@ -190,7 +192,10 @@ def config(ctx: click.Context, thread_id: str, settings: tuple[str, ...]) -> Non
 @json_option
 @click.pass_context
 def rm(ctx: click.Context, thread_id: str) -> None:
-    """Delete a thread that is not running, with its descendants, history and events."""
+    """Delete a thread and its descendants.
+
+    With their history and events. A running thread is refused: interrupt or kill it first.
+    """
     options = options_of(ctx)
 
     async def action(client: Client) -> None:
@@ -205,7 +210,10 @@ def rm(ctx: click.Context, thread_id: str) -> None:
 @json_option
 @click.pass_context
 def tree(ctx: click.Context, thread_id: str | None) -> None:
-    """Show the thread tree under THREAD_ID (or under every root), with states."""
+    """Show the thread tree under THREAD_ID, or every root.
+
+    Each thread with its state.
+    """
     options = options_of(ctx)
 
     async def action(client: Client) -> None:

@@ -1,7 +1,9 @@
-"""A click group whose subcommands are imported only when invoked (fast startup)."""
+"""A click group whose subcommands are imported only when invoked (fast startup), and
+which suggests the nearest verbs for a mistyped one (``echs stat``)."""
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from typing import Any
 
@@ -25,3 +27,15 @@ class LazyGroup(click.Group):
             assert isinstance(command, click.Command)
             return command
         return super().get_command(ctx, cmd_name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            name = args[0] if args else ""
+            verbs = self.list_commands(ctx)
+            if name and name not in verbs:
+                near = [verb for verb in verbs if verb.startswith(name)] or difflib.get_close_matches(name, verbs, n=3, cutoff=0.6)
+                if near:
+                    exc.message += f" Did you mean {' or '.join(repr(verb) for verb in near)}?"
+            raise

@@ -144,6 +144,8 @@ def one_line(text: str, limit: int = 80) -> str:
 def clip_lines(text: str, max_lines: int = 12, max_chars: int = 2000) -> list[str]:
     """Head of ``text`` as lines, with a marker saying how much was cut."""
     lines = printable(str(text)).splitlines()
+    if len(lines) == max_lines + 1:
+        max_lines += 1  # the marker would take the place of the one line it hides
     shown: list[str] = []
     used = 0
     cut = False

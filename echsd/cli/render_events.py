@@ -46,11 +46,19 @@ def summary(event: dict[str, Any]) -> str:
         return f"{data.get('turn_id')}: {one_line(str(data.get('final_text') or ''), 80)}"
     if kind == "events.gap":
         return f"events {data.get('from_seq')}..{data.get('to_seq')} not available ({data.get('reason')})"
+    if kind == "thread.killed":
+        return killed_text(data)
     if kind == "thread.state":
         return str(data.get("state")) + (f" ({data['reason']})" if data.get("reason") else "")
     if kind == "thread.created":
         return str((data.get("thread") or {}).get("config", {}).get("model", ""))
     return one_line(", ".join(f"{k}={_short(v)}" for k, v in data.items()), 120)
+
+
+def killed_text(data: dict[str, Any]) -> str:
+    """``thread killed``, with the reason only when it says more (e.g. its parent's kill)."""
+    reason = str(data.get("reason") or "")
+    return "thread killed" if reason in ("", "kill", "killed", "thread killed") else f"thread killed: {reason}"
 
 
 def waiting_text(kind: str, data: dict[str, Any]) -> str:

@@ -59,3 +59,23 @@ def test_ls_and_show_fit_the_width_and_pipes_get_whole_lines(state: Path, tmp_pa
     whole = echs(state, "show", tid).stdout
     assert str(deep) in whole or "~" in whole.split("cwd", 1)[1].split("\n", 1)[0]
     assert any(line.startswith(tid) for line in echs(state, "ls", env=narrow).stdout.splitlines())
+
+
+@pytest.mark.parametrize("program", ["echs", "echsd"])
+def test_verb_summaries_are_whole_and_a_mistyped_verb_gets_a_suggestion(program: str) -> None:
+    import subprocess
+
+    from tests.cli.helpers import BIN
+
+    env = clean_env(Path("/nonexistent"), COLUMNS="80")
+    listing = subprocess.run([str(BIN / program), "--help"], capture_output=True, text=True, env=env, timeout=30).stdout
+    commands = listing.split("Commands:", 1)[1].splitlines()
+    assert len(commands) > 5 and not [line for line in commands if line.rstrip().endswith("...")]
+    typo, meant = ("stat", "status") if program == "echs" else ("serv", "serve")
+    wrong = subprocess.run([str(BIN / program), typo], capture_output=True, text=True, env=env, timeout=30)
+    assert wrong.returncode == 2 and f"Did you mean '{meant}'?" in wrong.stderr
+
+
+def test_send_help_says_a_send_during_a_turn_is_queued() -> None:
+    text = " ".join(echs(None, "send", "--help", env=clean_env(Path("/nonexistent"))).stdout.split())
+    assert "during a turn the input is queued and runs after it" in text

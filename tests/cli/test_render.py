@@ -114,6 +114,16 @@ def test_line_cutter_wraps_long_lines_at_spaces() -> None:
 def test_printable_and_clip() -> None:
     assert printable("\x1b]0;pwned\x07ok\x1b[2J\r\n") == "ok\n"
     assert clip_lines("\n".join(str(i) for i in range(20)), max_lines=3) == ["0", "1", "2", "… (17 more lines, 49 chars in all)"]
+    assert clip_lines("a\nb\nc\nd", max_lines=3) == ["a", "b", "c", "d"]  # a marker would hide just one line
+    assert clip_lines("a\nb\nc\nd\ne", max_lines=3) == ["a", "b", "c", "… (2 more lines, 9 chars in all)"]
+
+
+def test_killed_is_said_once() -> None:
+    view = AttachView(PLAIN, width=80)
+    assert view.feed(event("thread.killed", reason="killed")) == ["thread killed"]
+    assert view.feed(event("thread.killed", reason="parent thr_0123456789abcdef was killed")) == [
+        "thread killed: parent thr_0123456789abcdef was killed"
+    ]
 
 
 def test_config_pairs() -> None:
