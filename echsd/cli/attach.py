@@ -1,11 +1,14 @@
 """``echs attach ID``: a live view of a thread with an input line at the bottom.
 
-Three tasks share one connection: the event follower prints what happens (replaying the
+Four tasks share one connection: the event follower prints what happens (replaying the
 last ``--last`` events first, then live, from one event stream, so nothing between the
 two is missed or repeated), the input loop reads lines from the prompt (Enter queues,
-a leading ``!`` steers, Ctrl-C interrupts the running turn, Ctrl-D detaches), and a
-SIGINT watcher catches a Ctrl-C typed while no prompt is up. Detaching changes nothing
-on the thread.
+a leading ``!`` steers, Ctrl-C interrupts the running turn, Ctrl-D detaches), a SIGINT
+watcher catches a Ctrl-C typed while no prompt is up, and a ticker redraws the status
+line above the prompt while a turn runs (``attach_status``). Detaching changes nothing
+on the thread. A lost connection is said at once; the follower reconnects (for up to
+``--timeout``, default 30 s) and goes on from the last event shown, or detaches with
+exit 1 when the daemon does not come back.
 """
 
 from __future__ import annotations
@@ -13,17 +16,20 @@ from __future__ import annotations
 import shutil
 import signal
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from echsd.cli.echs_runtime import options_of, run
+from echsd.cli.echs_runtime import EXIT_FAILED, options_of, run
 
 if TYPE_CHECKING:
     from echsd.wire.client import Client
 
 HELP_LINE = "Enter queues · !text steers · y/n answers an approval · Ctrl-C interrupts the turn · Ctrl-D detaches"
 ANSWERS = {"y": "approve", "yes": "approve", "n": "deny", "no": "deny"}
+RECONNECT_S = 30.0  # how long a lost daemon is waited for, unless --timeout says otherwise
+TICK_S = 0.2  # the status line's redraw period while a turn runs
 
 
 @click.command()
@@ -42,12 +48,14 @@ def attach(ctx: click.Context, thread_id: str, last: int) -> None:
         raise click.UsageError("attach is interactive and has no --json output (use `echs events --follow --json`)")
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise click.UsageError("attach needs a terminal (in scripts use `echs events --follow` and `echs send`)")
-    run(ctx, lambda client: Attached(client, thread_id, options.color).run(last), streaming=True)
+    reconnect_s = options.timeout if options.timeout is not None else RECONNECT_S
+    run(ctx, lambda client: Attached(client, thread_id, options.color, reconnect_s).run(last), streaming=True)
 
 
 class Attached:
-    def __init__(self, client: Client, thread_id: str, color: bool) -> None:
+    def __init__(self, client: Client, thread_id: str, color: bool, reconnect_s: float = RECONNECT_S) -> None:
         from echsd.cli.attach_prompt import PromptLine
+        from echsd.cli.attach_status import TurnStatus
         from echsd.cli.attach_view import AttachView
         from echsd.cli.render import Style
 
@@ -56,15 +64,25 @@ class Attached:
         self.color = color
         self.style = Style(color)
         self.view = AttachView(self.style, width=shutil.get_terminal_size().columns - 1)
+        self.status = TurnStatus()
         self.prompt = PromptLine(self._prompt_message)
+        self.reconnect_s = reconnect_s
+        self.disconnected = False
+        self.gone = False  # the daemon did not come back
 
     def _prompt_message(self) -> Any:
+        """The input line's prompt, under the live status line while a turn runs."""
         from prompt_toolkit.formatted_text import ANSI
 
+        if self.disconnected:
+            return ANSI(self.style("disconnected", fg="red") + " › ")
         pending = self.view.pending_approval()
         if pending is not None:
-            return ANSI(self.style(f"approve {pending.get('tool')}? [y/n]", fg="yellow", bold=True) + " › ")
-        return ANSI(self.style.state(self.view.state or "?") + " › ")
+            prompt = self.style(f"approve {pending.get('tool')}? [y/n]", fg="yellow", bold=True) + " › "
+        else:
+            prompt = self.style.state(self.view.state or "?") + " › "
+        status = self.status.line(time.time(), self.view.partial(), self.view.width)
+        return ANSI((self.style.dim(status) + "\n" if status else "") + prompt)
 
     def out(self, lines: list[str]) -> None:
         for line in lines:
@@ -92,13 +110,17 @@ class Attached:
         with patch_stdout(raw=True):
             try:
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._follow, since)
+                    nursery.start_soon(self._follow, since, nursery.cancel_scope)
                     nursery.start_soon(self._watch_sigint)
+                    nursery.start_soon(self._tick)
                     await self._read_input()
                     nursery.cancel_scope.cancel()
             finally:
                 with trio.CancelScope(shield=True):
                     await self.prompt.close()
+            if self.gone:
+                self.out([*self.view.flush(), self.style(f"the daemon did not come back within {self.reconnect_s:g} s; detached", fg="red")])
+                return EXIT_FAILED
             self.out([*self.view.flush(), self.style.dim(f"detached from {self.thread_id}; it keeps running")])
         return 0
 
@@ -110,12 +132,57 @@ class Attached:
         starts = [e["seq"] for e in window if e.get("event") == "turn.started"]
         return int(starts[0]) - 1 if starts else since
 
-    async def _follow(self, since: int) -> None:
-        async with self.client.events(self.thread_id, since=since) as stream:
-            async for event in stream:
-                self.out(self.view.feed(event))
-                if event.get("event") in ("thread.state", "approval.requested", "approval.resolved"):
-                    self.prompt.refresh()
+    async def _follow(self, since: int, scope: Any) -> None:
+        """Show every event from ``since`` on; across a lost connection, from the last shown."""
+        from echsd.wire.errors import WireError
+
+        position = since
+        while True:
+            try:
+                async with self.client.events(self.thread_id, since=position, reconnect=False) as stream:
+                    async for event in stream:
+                        self._show(event)
+                        position = stream.position(self.thread_id)
+                return
+            except WireError as exc:
+                if exc.code != "connection_lost":
+                    raise
+            if not await self._reconnect():
+                self.gone = True
+                scope.cancel()
+                return
+
+    def _show(self, event: dict[str, Any]) -> None:
+        self.status.feed(event)
+        self.out(self.view.feed(event))
+        if event.get("event") in ("thread.state", "approval.requested", "approval.resolved", "turn.started"):
+            self.prompt.refresh()
+
+    async def _reconnect(self) -> bool:
+        """Say the connection is lost (at once), then wait for the daemon to come back."""
+        from echsd.wire.errors import WireError
+
+        self.disconnected = True
+        self.out([*self.view.flush(), self.style(f"⚠ lost the connection to the daemon; waiting up to {self.reconnect_s:g} s for it", fg="yellow")])
+        self.prompt.refresh()
+        try:
+            await self.client.reconnect(timeout=self.reconnect_s)
+        except WireError:
+            return False
+        self.view.state = str((await self.client.get_thread(self.thread_id)).get("state"))
+        self.disconnected = False
+        self.out([self.style.dim("reconnected; going on from the last event shown")])
+        self.prompt.refresh()
+        return True
+
+    async def _tick(self) -> None:
+        """Redraw the status line (spinner, elapsed time, the partial line) while a turn runs."""
+        import trio
+
+        while True:
+            await trio.sleep(TICK_S)  # a periodic redraw, not a wait for something
+            if self.status.running and not self.disconnected:
+                self.prompt.refresh()
 
     async def _read_input(self) -> None:
         from echsd.cli.attach_prompt import EOF, INTERRUPT

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from echsd.cli.render import Style, clip_lines, duration, one_line, printable, tokens
-from echsd.cli.render_events import killed_text, summary
+from echsd.cli.render_events import killed_text, summary, waiting_text
 from echsd.cli.render_history import arguments_summary, content_text
 
 
@@ -42,6 +42,13 @@ class LineCutter:
             else:
                 return lines
             lines.append(self._line(line))
+
+    def partial(self) -> str:
+        """The streamed line not complete yet (shown live in the status line), with its label."""
+        for cutter in (self._reasoning, self._text, *self._tools.values()):
+            if cutter is not None and cutter.pending:
+                return f"{cutter.first[0].strip()} {cutter.pending}"
+        return ""
 
     def flush(self) -> list[str]:
         if not self.pending:
@@ -87,6 +94,13 @@ class AttachView:
     def pending_approval(self) -> dict[str, Any] | None:
         """The oldest tool call still waiting for a yes or no, if any."""
         return next(iter(self._approvals.values()), None)
+
+    def partial(self) -> str:
+        """The streamed line not complete yet (shown live in the status line), with its label."""
+        for cutter in (self._reasoning, self._text, *self._tools.values()):
+            if cutter is not None and cutter.pending:
+                return f"{cutter.first[0].strip()} {cutter.pending}"
+        return ""
 
     def flush(self) -> list[str]:
         """Every partial line (e.g. before detaching)."""
@@ -209,6 +223,8 @@ class AttachView:
             return [s(f"input {data.get('input_id')} dropped: {data.get('reason')}", fg="yellow")]
         if kind == "thread.killed":
             return [s(killed_text(data), fg="red")]
+        if kind in ("turn.retry", "turn.waiting"):
+            return [s(("↻ " if kind == "turn.retry" else "⋯ ") + one_line(waiting_text(kind, data), self.width - 2), fg="yellow")]
         if kind == "thread.configured":
             config = data.get("config") or {}
             changed = ", ".join(f"{k}={one_line(str(config.get(k)), 40)}" for k in data.get("changed") or [])

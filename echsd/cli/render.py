@@ -102,8 +102,11 @@ def ago(timestamp: float | None, now: float | None = None) -> str:
     return f"{int(seconds)}s ago"
 
 
-def duration(seconds: float) -> str:
-    """``850ms``, ``12.3s``, ``4m 05s``, ``2h 13m``, ``3d 4h``."""
+def duration(seconds: float, *, whole: bool = False) -> str:
+    """``850ms``, ``12.3s``, ``4m 05s``, ``2h 13m``, ``3d 4h``; ``whole``: ``0s``, ``12s``
+    (a clock that ticks)."""
+    if whole and seconds < 60:
+        return f"{max(0, int(seconds))}s"
     if seconds < 1:
         return f"{seconds * 1000:.0f}ms"
     if seconds < 60:

@@ -61,12 +61,14 @@ def killed_text(data: dict[str, Any]) -> str:
     return "thread killed" if reason in ("", "kill", "killed", "thread killed") else f"thread killed: {reason}"
 
 
-def waiting_text(kind: str, data: dict[str, Any]) -> str:
-    """Why a turn is silent: a retried model request (``turn.retry``) or a wait for a slot."""
+def waiting_text(kind: str, data: dict[str, Any], left_s: float | None = None) -> str:
+    """Why a turn is silent: a retried model request (``turn.retry``; ``left_s``: the
+    countdown to show instead of its delay) or a wait for a slot (``turn.waiting``)."""
     if kind == "turn.retry":
         attempt, most = data.get("attempt"), data.get("max_retries")
         of = f"{attempt}/{most}" if most else str(attempt)
-        return f"model request failed ({one_line(str(data.get('reason') or data.get('code') or 'error'), 100)}); retry {of} in {round(float(data.get('delay_s') or 0), 2):g}s"
+        delay = f"{round(float(data.get('delay_s') or 0), 2):g}s" if left_s is None else f"{left_s:.1f}s"
+        return f"model request failed, retry {of} in {delay}: {one_line(str(data.get('reason') or data.get('code') or 'error'), 100)}"
     return f"waiting to run: {one_line(str(data.get('reason') or ''), 100)}"
 
 

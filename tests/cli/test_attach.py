@@ -137,3 +137,64 @@ async def test_attach_shows_a_pending_approval_and_answers_it(state: Path, tmp_p
         await wait_event(client, tid, of_type("turn.completed"))
         await screen.await_for("✓ turn completed")
     assert (tmp_path / "said-yes").exists() and not (tmp_path / "said-no").exists()
+
+
+async def test_attach_shows_the_partial_line_and_elapsed_time_while_a_turn_runs(
+    state: Path, tmp_path: Path, terminals: list[Tmux]
+) -> None:
+    """The stream stalls after two words: they show at once in the status line (with a
+    spinner and the turn's elapsed time, ticking), not only when the line completes."""
+    tid = new_thread(state)
+    screen = attach(terminals, state, tmp_path, tid)
+    async with client_for(state) as client:
+        await client.send(tid, mock_directive({"text": "alpha beta gamma delta", "fault": "stall", "after_deltas": 2}))
+        await wait_event(client, tid, of_type("turn.delta", delta="beta "))
+    live = await screen.await_for(lambda s: "running" in s and "assistant › alpha beta" in s)
+    assert "✓ turn completed" not in live
+    await screen.await_for("running 1s")
+    await screen.await_for("running 2s")  # the clock ticks while nothing streams
+    screen.keys("C-c")
+    done = await screen.await_for(lambda s: "⏹ turn interrupted" in s and prompt_is_up(s, "idle"))
+    assert "assistant › alpha beta" in done and "running" not in done.split("⏹ turn interrupted")[1]
+
+
+async def test_attach_shows_retries(state: Path, tmp_path: Path, terminals: list[Tmux]) -> None:
+    import uuid
+
+    tid = new_thread(state)
+    screen = attach(terminals, state, tmp_path, tid)
+    text = f"came back {uuid.uuid4().hex[:8]}"  # the mock counts a fault's times per script
+    async with client_for(state) as client:
+        await client.send(tid, mock_directive({"text": text, "fault": "http", "status": 503, "retry_after": 0.05, "times": 2}))
+        await wait_event(client, tid, of_type("turn.completed"))
+    shown = await screen.await_for(f"assistant › {text}")
+    assert "↻ model request failed, retry 1/5 in 0.05s: " in shown and "↻ model request failed, retry 2/5 in 0.05s: " in shown
+
+
+async def test_attach_says_at_once_when_the_daemon_goes_and_comes_back(tmp_path: Path, terminals: list[Tmux]) -> None:
+    from tests.cli.helpers import Serve
+
+    daemon = Serve(tmp_path / "own")
+    state = daemon.state_dir
+    try:
+        tid = new_thread(state)
+        screen = attach(terminals, state, tmp_path, tid)
+        daemon.kill()  # SIGKILL: no goodbye
+        await screen.await_for(lambda s: "lost the connection to the daemon" in s and prompt_is_up(s, "disconnected"))
+        daemon.start()
+        await screen.await_for(lambda s: "reconnected" in s and prompt_is_up(s, "idle"))
+        async with client_for(state) as client:
+            await client.send(tid, mock_directive({"text": "after the restart"}))
+            await wait_event(client, tid, of_type("turn.completed"))
+        await screen.await_for("assistant › after the restart")
+
+        directory = tmp_path / "impatient"
+        directory.mkdir()
+        impatient = Tmux(directory, [ECHS, "--state-dir", str(state), "--timeout", "1", "attach", tid], clean_env(state.parent, TERM="xterm-256color"))
+        terminals.append(impatient)
+        impatient.wait_for("idle ›")
+        daemon.kill()
+        gone = await impatient.await_for("EXITED 1")
+        assert "lost the connection to the daemon" in gone and "did not come back within 1 s" in gone
+    finally:
+        daemon.kill()

@@ -131,3 +131,23 @@ def test_config_pairs() -> None:
     for bad in (("model",), ("=x",), ("color=x",), ("reasoning=max",)):
         with pytest.raises(click.BadParameter):
             parse_settings(bad)
+
+
+def test_turn_status_line() -> None:
+    from echsd.cli.attach_status import TurnStatus
+
+    status = TurnStatus()
+    assert status.line(100.0, "", 80) is None
+    status.feed({**event("turn.started", turn_id="t"), "ts": 100.0})
+    assert status.line(107.5, "", 80).endswith("running 7s")  # type: ignore[union-attr]
+    assert status.line(165.0, "assistant › half a li", 80).endswith("running 1m 05s · assistant › half a li")  # type: ignore[union-attr]
+    tail = status.line(101.0, "assistant › " + "word " * 40, 40)
+    assert tail is not None and len(tail) <= 40 and "· …" in tail and tail.endswith("word word")
+    status.feed({**event("turn.retry", turn_id="t", attempt=2, max_retries=5, delay_s=4.0, reason="HTTP 503"), "ts": 110.0})
+    assert status.line(111.0, "", 120).endswith("model request failed, retry 2/5 in 3.0s: HTTP 503")  # type: ignore[union-attr]
+    status.feed(event("turn.delta", turn_id="t", delta="x"))
+    assert status.line(112.0, "assistant › x", 80).endswith("· assistant › x")  # type: ignore[union-attr]
+    status.feed(event("turn.waiting", turn_id="t", reason="50 sub-agent turns are running"))
+    assert "waiting to run: 50 sub-agent turns are running" in status.line(112.0, "", 120)  # type: ignore[operator]
+    status.feed(event("turn.completed", turn_id="t"))
+    assert status.line(113.0, "", 80) is None

@@ -155,8 +155,8 @@ async def test_wait_shows_retries_on_stderr(state: Path) -> None:
     assert result.stdout.startswith(b"recovered ")
     notes = [line for line in result.stderr.decode().splitlines() if "retry" in line]
     assert len(notes) == 2, result.stderr
-    assert notes[0].startswith("echs: model request failed (") and "503" in notes[0] and notes[0].endswith("; retry 1/5 in 0.05s")
-    assert notes[1].endswith("; retry 2/5 in 0.05s")
+    assert notes[0].startswith("echs: model request failed, retry 1/5 in 0.05s: ") and "HTTP 503" in notes[0]
+    assert notes[1].startswith("echs: model request failed, retry 2/5 in 0.05s: ")
     as_json = await echs_async(state, "send", tid, script.replace("recovered", "again"), "--wait", "--json")
     retries = [e["data"] for e in json_lines(as_json.stdout) if e["event"] == "turn.retry"]
     assert [r["attempt"] for r in retries] == [1, 2] and all({"max_retries", "delay_s", "reason"} <= set(r) for r in retries)
