@@ -1,0 +1,32 @@
+"""The README keeps up with the code a newcomer meets: every ``[tuning]`` knob and every
+wire error code is documented, and the first steps say how to reach ``echs``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+from pathlib import Path
+
+from echsd.settings import Tuning
+from echsd.wire.schema import ERROR_CODES
+
+README = (Path(__file__).parents[2] / "README.md").read_text()
+
+
+def test_every_tuning_knob_is_in_the_table() -> None:
+    documented = set(re.findall(r"^\| `(\w+)` \| [^|]+ \| [^|]+ \|", README, re.MULTILINE))
+    missing = [f.name for f in fields(Tuning) if f.name not in documented]
+    assert missing == []
+
+
+def test_every_error_code_is_explained() -> None:
+    missing = [code for code in ERROR_CODES if f"| `{code}` |" not in README]
+    assert missing == []
+
+
+def test_the_first_steps_reach_a_working_echs() -> None:
+    steps = README.split("### Your first thread", 1)[1].split("\n## ", 1)[0]
+    assert "bin/echs" in steps and "PATH" in steps  # echs is not on PATH after make run
+    assert "--state-dir" in steps and "ECHS_STATE_DIR" in steps  # echs must use the daemon's
+    assert "no sandbox" in steps  # exec_command runs what the model asks, as you
+    assert "## Troubleshooting" in README and "unix_socket = false" in README
