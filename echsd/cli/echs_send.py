@@ -27,6 +27,8 @@ class ReplyPrinter:
         self.tools = sys.stderr.isatty()
         self.terminal = sys.stdout.isatty()  # there, model text is made printable first
         self.item_id: str | None = None
+        self.streamed = ""  # the text shown of the current message
+        self.gapped = False  # some of the turn's events were folded out of the log unseen
         self.wrote = False
         self.at_line_start = True
         self.paused = False  # the thread's state as last seen, for aside()
@@ -36,10 +38,10 @@ class ReplyPrinter:
         data = event.get("data") or {}
         if kind == "turn.delta":
             self._text(str(data.get("delta", "")), data.get("item_id"))
-        elif kind == "item.completed" and self.item_id is None and (data.get("item") or {}).get("role") == "assistant":
-            from echsd.cli.render_history import content_text
-
-            self._text(content_text(data["item"]), None)  # a reply whose deltas the log no longer holds
+        elif kind == "events.gap":
+            self.gapped = True
+        elif kind == "item.completed" and (data.get("item") or {}).get("role") == "assistant":
+            self._completed(data["item"])
         elif kind == "tool.started" and self.tools:
             from echsd.cli.render_history import arguments_summary
 
@@ -58,11 +60,26 @@ class ReplyPrinter:
             self.paused = paused
             self.note("the thread was paused: the input waits until `echs resume`" if paused else "the thread was resumed")
 
+    def _completed(self, item: dict[str, Any]) -> None:
+        """A whole message: shown if its deltas were not (or not all) seen."""
+        from echsd.cli.render_history import content_text
+
+        whole = content_text(item)
+        if self.item_id is None:
+            self._text(whole, None)  # a reply whose deltas the log no longer holds
+        elif self.gapped and whole != self.streamed:
+            self.note("part of this reply was folded out of the daemon's log before it could be shown; here it is whole:")
+            self._text(whole, "whole")
+        self.gapped = False
+
     def _text(self, text: str, item_id: Any) -> None:
         if item_id != self.item_id and self.wrote:
             self._newline()
             click.echo("")
+        if item_id != self.item_id:
+            self.streamed = ""
         self.item_id = item_id or self.item_id or "replayed"
+        self.streamed += text
         if text:
             if self.terminal:
                 from echsd.cli.render import printable

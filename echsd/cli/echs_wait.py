@@ -54,6 +54,8 @@ class TurnWatch:
         if kind == "turn.error" and data.get("turn_id") is None:  # a worker crash ends the turn too
             self._end(event)
             return True
+        if kind == "events.gap":  # events of our turn the log no longer holds (retention): say so
+            return True
         if data.get("turn_id") != self.turn_id:
             return False
         if kind in TERMINAL:

@@ -213,3 +213,39 @@ async def test_follow_ends_with_the_kill(state: Path) -> None:
     assert events[-1]["event"] == "thread.state" and events[-1]["data"]["state"] == "killed"
     replay = await echs_async(state, "events", tid, "--follow", "--json")  # killed already: replay, then exit
     assert replay.returncode == 0 and json_lines(replay.stdout) == events
+
+
+def test_wait_says_when_the_log_folded_part_of_the_reply_away(tmp_path: Path) -> None:
+    """A client that falls far behind (its stdout is not read until the turn is over) has
+    its backlog dropped by the daemon and re-reads it from the log, where retention has
+    folded most deltas away by then: --json shows that gap, text mode the whole reply."""
+    from tests.cli.helpers import ECHS, clean_env, new_thread as make_thread
+
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / "config.toml").write_text("[tuning]\nretained_deltas = 10\nclient_queue_events = 100\n")
+    daemon = Serve(state)
+    try:
+        for mode in ("--json", None):
+            tid = make_thread(state)
+            reply = mock_directive({"repeat": {"chunk": "x", "count": 20000}})
+            command = [ECHS, "--state-dir", str(state), "send", tid, reply, "--wait", *([mode] if mode else [])]
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(state.parent))
+            trio.run(_wait_turn_end, state, tid)  # echs is stuck writing to the full pipe meanwhile
+            out, err = process.communicate(timeout=30)
+            assert process.returncode == 0, err
+            if mode == "--json":
+                events = json_lines(out)
+                gaps = [e["data"] for e in events if e["event"] == "events.gap"]
+                assert gaps and all(g["reason"] == "retention" for g in gaps)
+                assert sum(e["event"] == "turn.delta" for e in events) < 20000 and events[-1]["event"] == "turn.completed"
+            else:
+                assert out.rstrip(b"\n").endswith(b"\n" + b"x" * 20000), out[-100:]
+                assert b"folded out of the daemon's log" in err
+    finally:
+        daemon.kill()
+
+
+async def _wait_turn_end(state: Path, tid: str) -> None:
+    async with client_for(state) as client:
+        await wait_event(client, tid, of_type("turn.completed"))
