@@ -141,11 +141,10 @@ def send(ctx: click.Context, given: str, text: str, queue: bool, steer: bool, wa
         before = int(thread.get("last_seq") or 0)  # everything our input causes comes after this seq
         ack = await client.send(thread_id, text, mode=mode, client_msg_id=client_msg_id)
         repeat = client_msg_id is not None and await is_repeat(client, thread_id, before, str(ack["input_id"]))
-        if repeat:
-            _note(
-                f"--id {client_msg_id} was used before on {thread_id}: this is its input {ack['input_id']} again and "
-                "nothing new was sent (the daemon does not say whether the text was the same)"
-            )
+        if ack.get("note"):  # e.g. the daemon saying a reused --id came with another text
+            _note(str(ack["note"]))
+        elif repeat:
+            _note(f"--id {client_msg_id} was used before on {thread_id}: its input {ack['input_id']} stands and nothing new was sent")
         if not wait:
             if options.json:
                 echo_json(ack)

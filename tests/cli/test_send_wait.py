@@ -194,7 +194,7 @@ async def test_reused_id_gets_a_notice(state: Path) -> None:
     again = await echs_async(state, "send", tid, "two", "--id", "key-1", "--json")
     assert again.returncode == 0
     assert json.loads(again.stdout)["input_id"] == json.loads(first.stdout)["input_id"]
-    assert b"--id key-1 was used before" in again.stderr and b"nothing new was sent" in again.stderr
+    assert b"key-1" in again.stderr and b"was used before" in again.stderr  # (worded by echs, or by a daemon that compares texts)
     fresh = await echs_async(state, "send", tid, "three", "--id", "key-2")
     assert fresh.returncode == 0 and fresh.stderr == b""
 
