@@ -13,7 +13,8 @@ import click
 def token(state_dir: str | None, rotate: bool) -> None:
     """Print (or rotate) the client token.
 
-    It is created when missing. The state directory must exist: a mistyped --state-dir is refused, not created.
+    It is created when missing, with its state directory; a new directory is said on
+    stderr, so a mistyped --state-dir does not go unnoticed.
     """
     from pathlib import Path
 
@@ -21,13 +22,7 @@ def token(state_dir: str | None, rotate: bool) -> None:
     from echsd.wire.token import TokenError, ensure_token, read_token, rotate_token
 
     directory = Path(state_dir).expanduser() if state_dir else default_state_dir(os.environ)
-    if not directory.is_dir():  # a typo must not create a second, empty state dir
-        click.echo(
-            f"echsd token: no state directory {directory} (start `echsd serve` with it first, "
-            "or create it: mkdir -m 700 -p DIR)",
-            err=True,
-        )
-        raise SystemExit(1)
+    new = not directory.exists()
     path = directory / "token"
     try:
         if rotate:
@@ -38,4 +33,6 @@ def token(state_dir: str | None, rotate: bool) -> None:
     except TokenError as exc:
         click.echo(f"echsd: {exc}", err=True)
         raise SystemExit(1) from None
+    if new:  # a typo would otherwise make a second, unused state dir without a word
+        click.echo(f"echsd token: created {directory}: no daemon has used it yet (is this the --state-dir you meant?)", err=True)
     click.echo(value)
