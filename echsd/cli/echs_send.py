@@ -1,4 +1,4 @@
-"""``echs send ID TEXT [--queue|--steer] [--wait] [--id CLIENT_MSG_ID]``."""
+"""``echs send ID TEXT [--queue|--steer] [--wait] [--id CLIENT_MSG_ID] [--file PATH]... [--steps N]``."""
 
 from __future__ import annotations
 
@@ -7,13 +7,27 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from echsd.cli.echs_files import attachments
 from echsd.cli.echs_ids import resolve_thread
 from echsd.cli.echs_runtime import echo_json, echo_json_line, json_option, options_of, run
 from echsd.cli.echs_text import MESSAGE
 from echsd.cli.echs_wait import TurnWatch, wait_for_turn
+from echsd.wire.params import MAX_STEPS
 
 if TYPE_CHECKING:
     from echsd.wire.client import Client
+
+
+RUN_ENDS = {
+    "done": "the model said it was done",
+    "steps": "its --steps were used up",
+    "interrupt": "interrupted",
+    "pause": "the thread was paused",
+    "kill": "the thread was killed",
+    "shutdown": "the daemon stopped",
+    "error": "a turn failed",
+    "restart": "the daemon restarted",
+}
 
 
 class ReplyPrinter:
@@ -110,6 +124,9 @@ class ReplyPrinter:
             self.note(f"input {watch.input_id} was dropped: {data.get('reason', '')}")
         elif watch.outcome == "thread.killed":
             self.note("the thread was killed")
+        elif watch.outcome == "run.finished":
+            turns = data.get("turns")
+            self.note(f"autonomous run finished after {turns} turn{'s' if turns != 1 else ''} ({RUN_ENDS.get(data.get('reason'), data.get('reason'))})")
 
 
 @click.command()
@@ -119,27 +136,43 @@ class ReplyPrinter:
 @click.option("--steer", "steer", is_flag=True, help="Steer: join the running turn at its next safe point.")
 @click.option("--wait", is_flag=True, help="Stream the reply until the turn that takes this input ends.")
 @click.option("--id", "client_msg_id", metavar="CLIENT_MSG_ID", help="Idempotency key: a repeat is never delivered twice.")
+@click.option("--file", "files", multiple=True, metavar="PATH", type=click.Path(dir_okay=False), help="Attach a text file or an image (repeatable).")
+@click.option("--steps", type=click.IntRange(1, MAX_STEPS), help=f"Run autonomously for up to N turns (1-{MAX_STEPS}); --wait waits for the whole run.")
 @json_option
 @click.pass_context
-def send(ctx: click.Context, given: str, text: str, queue: bool, steer: bool, wait: bool, client_msg_id: str | None) -> None:
+def send(
+    ctx: click.Context,
+    given: str,
+    text: str,
+    queue: bool,
+    steer: bool,
+    wait: bool,
+    client_msg_id: str | None,
+    files: tuple[str, ...],
+    steps: int | None,
+) -> None:
     """Send TEXT to a thread ('-' reads standard input).
 
     An idle thread starts a turn; during a turn the input is queued and runs after it
     (--steer joins the running turn instead); a paused thread keeps it queued until
     resumed. Without --wait, prints the acknowledgement. With --wait, streams the reply
     and exits 0 when the turn completes, 3 when it is interrupted (Ctrl-C interrupts
-    it), 4 when it fails.
+    it), 4 when it fails. With --steps N (or the thread's steps config), the input starts
+    an autonomous run and --wait follows every turn of it until run.finished.
     """
     if queue and steer:
         raise click.UsageError("give --queue or --steer, not both")
+    if steer and steps:
+        raise click.UsageError("--steps starts a run of its own: it cannot --steer into a running turn")
     mode = "queue" if queue else "steer" if steer else None
     options = options_of(ctx)
+    attached = attachments(files)
 
     async def action(client: Client) -> int:
         thread_id = await resolve_thread(client, given)
         thread = await client.get_thread(thread_id)
         before = int(thread.get("last_seq") or 0)  # everything our input causes comes after this seq
-        ack = await client.send(thread_id, text, mode=mode, client_msg_id=client_msg_id)
+        ack = await client.send(thread_id, text, mode=mode, client_msg_id=client_msg_id, attachments=attached, steps=steps)
         repeat = client_msg_id is not None and await is_repeat(client, thread_id, before, str(ack["input_id"]))
         if ack.get("note"):  # e.g. the daemon saying a reused --id came with another text
             _note(str(ack["note"]))
@@ -154,7 +187,8 @@ def send(ctx: click.Context, given: str, text: str, queue: bool, steer: bool, wa
                 click.echo(ack_line(ack))
             return 0
         since = 0 if repeat else before  # a repeat may have been delivered long ago
-        watch = TurnWatch(ack["input_id"])
+        run_steps = steps or int((thread.get("config") or {}).get("steps") or 1)
+        watch = TurnWatch(ack["input_id"], run=run_steps > 1 and ack.get("disposition") != "steered")
         if options.json:
             return await wait_for_turn(client, thread_id, since, watch, echo_json_line, _note)
         if ack.get("disposition") == "queued" and not repeat:

@@ -10,14 +10,20 @@ import click
 from echsd.cli.echs_ids import resolve_thread
 from echsd.cli.echs_runtime import KILL_TIMEOUT_S, EchsOptions, echo_json, json_option, options_of, output_width, run
 from echsd.cli.echs_text import UTF8, utf8_problem
+from echsd.wire.params import MAX_STEPS
 
 if TYPE_CHECKING:
     from echsd.wire.client import Client
 
 STATES = ("idle", "running", "paused", "killed")
 REASONING = ("none", "minimal", "low", "medium", "high", "xhigh")
-CHOICES = {"reasoning": REASONING, "writes": ("allow", "dry-run", "deny"), "approval": ("never", "on-write", "always")}
-CONFIG_KEYS = ("model", "reasoning", "instructions", "cwd", "tools", "writes", "approval")
+CHOICES = {
+    "reasoning": REASONING,
+    "writes": ("allow", "dry-run", "deny"),
+    "approval": ("never", "on-write", "always"),
+    "chain": ("true", "false"),
+}
+CONFIG_KEYS = ("model", "reasoning", "instructions", "cwd", "tools", "writes", "approval", "chain", "steps")
 
 
 def _absolute_dir(path: str) -> str:
@@ -161,8 +167,21 @@ def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
             raise click.BadParameter(f"unknown key {key!r}; use one of {', '.join(CONFIG_KEYS)}", param_hint="KEY=VALUE")
         if key in CHOICES and value not in CHOICES[key]:
             raise click.BadParameter(f"{key} must be one of {', '.join(CHOICES[key])}", param_hint="KEY=VALUE")
-        changes[key] = _absolute_dir(value) if key == "cwd" and value else value
+        changes[key] = _config_value(key, value)
     return changes
+
+
+def _config_value(key: str, value: str) -> Any:
+    """The value as the daemon takes it: a path made absolute, a boolean, an integer."""
+    if key == "cwd" and value:
+        return _absolute_dir(value)
+    if key == "chain":
+        return value == "true"
+    if key == "steps":
+        if not value.strip().isdigit() or not 1 <= int(value) <= MAX_STEPS:
+            raise click.BadParameter(f"steps must be an integer from 1 to {MAX_STEPS} (got {value!r})", param_hint="KEY=VALUE")
+        return int(value)
+    return value
 
 
 @click.command()
@@ -174,7 +193,9 @@ def config(ctx: click.Context, thread_id: str, settings: tuple[str, ...]) -> Non
     """Change a thread's config, also while it runs.
 
     Keys: model, reasoning, instructions, cwd, tools (+name,-name), writes
-    (allow|dry-run|deny), approval (never|on-write|always).
+    (allow|dry-run|deny), approval (never|on-write|always), chain (true|false:
+    send only new items after previous_response_id), steps (1-100: every input
+    starts an autonomous run of up to that many turns).
 
     A change made while a turn runs takes effect at its next model request.
     """

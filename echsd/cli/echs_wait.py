@@ -7,7 +7,8 @@ delivered long ago, so we follow from seq 0.) ``TurnWatch`` is the sans-IO core:
 for ``input.delivered`` (or ``input.dropped``) carrying our ``input_id``, learns the turn
 id from it, and from then on accepts only that turn's events until its terminal event.
 A queued input thus skips the turns before it; a steered input joins the running turn,
-whose end is ours.
+whose end is ours. An input that starts an autonomous run (``run``) is followed through
+every turn of the run (they run back to back) until ``run.finished`` names it.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ if TYPE_CHECKING:
     from echsd.wire.client import Client
 
 TERMINAL = {"turn.completed": EXIT_OK, "turn.interrupted": EXIT_INTERRUPTED, "turn.error": EXIT_TURN_ERROR}
+RUN_EXITS = {"done": EXIT_OK, "steps": EXIT_OK, "error": EXIT_TURN_ERROR}  # any other end: interrupted
 INTERRUPT_GRACE_S = 10.0
 
 
 @dataclass
 class TurnWatch:
     input_id: str
+    run: bool = False  # the input starts an autonomous run: wait for its run.finished
     turn_id: str | None = None
     outcome: str | None = None  # the terminal event type, or "input.dropped" / "thread.killed"
     final: dict[str, Any] = field(default_factory=dict)  # the event that ended the wait
@@ -56,6 +59,14 @@ class TurnWatch:
             return True
         if kind == "events.gap":  # events of our turn the log no longer holds (retention): say so
             return True
+        if self.run:
+            if kind == "run.finished" and data.get("input_id") == self.input_id:
+                self._end(event)
+                return True
+            if kind == "input.delivered":  # the run's next turn (its continuation input)
+                self.turn_id = data.get("turn_id")
+                return True
+            return data.get("turn_id") == self.turn_id
         if data.get("turn_id") != self.turn_id:
             return False
         if kind in TERMINAL:
@@ -70,6 +81,8 @@ class TurnWatch:
     def exit_code(self) -> int:
         if self.outcome in TERMINAL:
             return TERMINAL[self.outcome]
+        if self.outcome == "run.finished":
+            return RUN_EXITS.get(str(self.final.get("data", {}).get("reason")), EXIT_INTERRUPTED)
         if self.outcome == "thread.killed":
             return EXIT_INTERRUPTED
         return EXIT_FAILED  # dropped input
