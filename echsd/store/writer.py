@@ -47,6 +47,7 @@ from echsd.store.unit import Unit, apply_units
 log = get_logger("echsd.store.writer")
 
 OnCommit = Callable[[list[Event]], None]
+SLOW_BATCH_S = 1.0  # a batch slower than this is logged (store_batch_slow)
 
 
 @dataclass(slots=True)
@@ -61,6 +62,7 @@ class WriterStats:
     isolations: int = 0  # batches that failed and were retried unit by unit
     transient_retries: int = 0
     largest_batch: int = 0
+    slowest_batch_s: float = 0.0  # the longest write of one batch, retries included
 
 
 class StoreWriter:
@@ -208,10 +210,25 @@ class StoreWriter:
                 batch = list(self._pending)
                 self._pending.clear()
                 self._inflight = batch
+                started = trio.current_time()
                 await self._write(batch)
                 self._inflight = []
+                self._note_if_slow(batch, trio.current_time() - started)
         finally:
             self._stop("the store writer stopped before this write was committed")
+
+    def _note_if_slow(self, batch: Sequence[Unit], seconds: float) -> None:
+        """Events go out only after their commit, so a slow one stalls every client's
+        stream: say how big it was, so the cause can be named (I/O, a checkpoint, a fold)."""
+        self.stats.slowest_batch_s = max(self.stats.slowest_batch_s, seconds)
+        if seconds >= SLOW_BATCH_S:
+            log.warning(
+                "store_batch_slow",
+                duration_s=round(seconds, 3),
+                units=len(batch),
+                events=sum(len(u.events) for u in batch),
+                statements=sum(len(u.statements) for u in batch),
+            )
 
     def _stop(self, reason: str) -> None:
         """Resolve everything still outstanding with ``StoreClosed``; wake everyone."""

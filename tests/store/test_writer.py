@@ -341,3 +341,23 @@ async def test_statements_run_before_the_units_events(store: Store) -> None:
     w.put_nowait(Unit(statements=[count], events=[ev(TID, 3)]))
     await w.flush()
     assert seen == [2]  # earlier units' events are visible; its own come after
+
+
+async def test_a_slow_batch_is_logged_with_its_size(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    import structlog
+
+    from echsd.store import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "SLOW_BATCH_S", 0.02)
+
+    def slow_io(conn: Conn) -> None:  # as a commit stalled behind a checkpoint's fsync would be
+        time.sleep(0.05)
+
+    with structlog.testing.capture_logs() as logs:
+        await store.writer.commit(Unit(statements=[slow_io], events=[ev(TID, 1), ev(TID, 2)]))
+        await store.writer.commit(Unit(events=[ev(TID, 3)]))
+    slow = [entry for entry in logs if entry["event"] == "store_batch_slow"]
+    assert len(slow) == 1 and slow[0]["events"] == 2 and slow[0]["statements"] == 1 and slow[0]["duration_s"] >= 0.05
+    assert store.writer.stats.slowest_batch_s >= 0.05
