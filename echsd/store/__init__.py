@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from echsd.store import ops, queries
 from echsd.store.conn import Conn
-from echsd.store.errors import StoreClosed, StoreError
-from echsd.store.rows import BlackboardRow, Gap, InputRow, ThreadRow
+from echsd.store.errors import StoreClosed, StoreConflict, StoreError
+from echsd.store.rows import BlackboardChange, BlackboardRow, Gap, InputRow, ThreadRow
 from echsd.store.schema import LATEST_VERSION, MIGRATIONS
 from echsd.store.sqlite.checkpointer import run_checkpoints
 from echsd.store.store import Store
@@ -23,6 +23,7 @@ from echsd.store.writer import StoreWriter, WriterStats
 __all__ = [
     "LATEST_VERSION",
     "MIGRATIONS",
+    "BlackboardChange",
     "BlackboardRow",
     "Conn",
     "Gap",
@@ -30,6 +31,7 @@ __all__ = [
     "Statement",
     "Store",
     "StoreClosed",
+    "StoreConflict",
     "StoreError",
     "StoreWriter",
     "ThreadRow",

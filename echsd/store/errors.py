@@ -8,7 +8,7 @@ each backend's call: ``Conn.is_transient``.
 
 from __future__ import annotations
 
-from echsd.errors import Internal, Unavailable
+from echsd.errors import Conflict, Internal, Unavailable
 
 
 class StoreError(Internal):
@@ -19,3 +19,11 @@ class StoreClosed(StoreError):
     """The store (or its writer) is shut down: retrying later will not help."""
 
     code = Unavailable.code
+
+
+class StoreConflict(StoreError):
+    """A guarded write found the database other than its decision assumed (a compare-and-set
+    lost to another writer, possibly another daemon sharing the database). The unit changed
+    nothing; the caller re-reads and decides again."""
+
+    code = Conflict.code

@@ -13,7 +13,8 @@ from typing import Any
 
 from echsd.events import DELTA_EVENTS
 from echsd.store.conn import Conn
-from echsd.store.rows import InputRow, ThreadRow, dumps_text
+from echsd.store.errors import StoreConflict
+from echsd.store.rows import BlackboardRow, InputRow, ThreadRow, dumps_text
 from echsd.store.schema import DELTA_PREDICATE, INDEXED_DELTA_TYPES
 from echsd.store.unit import Statement
 
@@ -22,14 +23,13 @@ __all__ = [
     "ThreadRow",
     "append_items",
     "delete_threads",
-    "delete_blackboard",
     "fold_deltas",
     "insert_input",
-    "put_blackboard",
     "replace_items",
     "set_meta",
     "update_input",
     "upsert_thread",
+    "write_blackboard",
 ]
 
 RETENTION = "retention"
@@ -142,17 +142,50 @@ def update_input(
     )
 
 
-def put_blackboard(key: str, value: Any, version: int, writer: str | None, ts: float) -> Statement:
-    return (
-        "INSERT INTO blackboard(key, value, version, writer, updated_at) VALUES(?, ?, ?, ?, ?) "
-        "ON CONFLICT(key) DO UPDATE SET value = excluded.value, version = excluded.version, "
-        "writer = excluded.writer, updated_at = excluded.updated_at",
-        (key, dumps_text(value), version, writer, ts),
-    )
+_BB_CREATE = (
+    "INSERT INTO blackboard(key, value, version, writer, updated_at, deleted) VALUES(?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT(key) DO NOTHING RETURNING version"
+)
+_BB_UPDATE = (
+    "UPDATE blackboard SET value = ?, version = ?, writer = ?, updated_at = ?, deleted = ? "
+    "WHERE key = ? AND version = ? RETURNING version"
+)
+_BB_LOG = (
+    "INSERT INTO blackboard_log(seq, key, value, version, writer, updated_at, deleted) "
+    "VALUES(?, ?, ?, ?, ?, ?, ?)"
+)
 
 
-def delete_blackboard(key: str) -> Statement:
-    return ("DELETE FROM blackboard WHERE key = ?", (key,))
+def write_blackboard(entry: BlackboardRow, *, seq: int, base_version: int, keep: int) -> Statement:
+    """One blackboard change (a set, or a delete when ``entry.deleted``: a tombstone row),
+    logged as change ``seq``, the log trimmed to its newest ``keep`` changes.
+
+    Guarded, so the database holds the compare-and-set whoever else writes to it (another
+    daemon, later): the row must still be at ``base_version`` (0: no row yet) and ``seq``
+    must be above every logged one, else ``StoreConflict`` fails the unit and it changes
+    nothing.
+    """
+    value = dumps_text(entry.value)
+    deleted = int(entry.deleted)
+    logged = None if entry.deleted else value
+
+    def write(conn: Conn) -> None:
+        if base_version == 0:
+            row = conn.execute(_BB_CREATE, (entry.key, value, entry.version, entry.writer, entry.updated_at, deleted)).fetchone()
+        else:
+            row = conn.execute(
+                _BB_UPDATE, (value, entry.version, entry.writer, entry.updated_at, deleted, entry.key, base_version)
+            ).fetchone()
+        if row is None:
+            raise StoreConflict(f"blackboard key {entry.key!r} is no longer at version {base_version} in the store")
+        (top,) = conn.execute("SELECT coalesce(max(seq), 0) FROM blackboard_log").fetchone()
+        if seq <= top:
+            raise StoreConflict(f"blackboard change {seq} is taken (the log is at {top})")
+        conn.execute(_BB_LOG, (seq, entry.key, logged, entry.version, entry.writer, entry.updated_at, deleted))
+        if seq > keep:
+            conn.execute("DELETE FROM blackboard_log WHERE seq <= ?", (seq - keep,))
+
+    return write
 
 
 def set_meta(key: str, value: str) -> Statement:

@@ -17,6 +17,7 @@ from echsd.store.rows import (
     EVENT_COLUMNS,
     INPUT_COLUMNS,
     THREAD_COLUMNS,
+    BlackboardChange,
     BlackboardRow,
     Gap,
     InputRow,
@@ -231,31 +232,65 @@ def read_events_all(
 # -- blackboard and meta --------------------------------------------------------------------
 
 
+_BB_COLUMNS = "key, value, version, writer, updated_at, deleted"
+
+
+def load_blackboard(conn: Conn) -> list[BlackboardRow]:
+    """Every blackboard entry, tombstones included, in key order (for the daemon's start)."""
+    return [_bb(row) for row in conn.execute(f"SELECT {_BB_COLUMNS} FROM blackboard ORDER BY key")]
+
+
 def get_blackboard(conn: Conn, key: str) -> BlackboardRow | None:
-    row = conn.execute(
-        "SELECT key, value, version, writer, updated_at FROM blackboard WHERE key = ?", (key,)
-    ).fetchone()
+    """The entry as the store holds it (a tombstone included), or None."""
+    row = conn.execute(f"SELECT {_BB_COLUMNS} FROM blackboard WHERE key = ?", (key,)).fetchone()
     return _bb(row) if row else None
 
 
-def list_blackboard(conn: Conn, prefix: str = "") -> list[BlackboardRow]:
-    """Entries whose key starts with ``prefix``, in key order (an index range scan)."""
-    out: list[BlackboardRow] = []
+def blackboard_log_bounds(conn: Conn) -> tuple[int, int]:
+    """(first, last) seq the blackboard log holds; (0, 0) before the first change."""
+    first, last = conn.execute("SELECT coalesce(min(seq), 0), coalesce(max(seq), 0) FROM blackboard_log").fetchone()
+    return int(first), int(last)
+
+
+def read_blackboard_log(conn: Conn, after: int, prefix: str = "", limit: int = 1000) -> tuple[int, list[BlackboardChange]]:
+    """(the first seq the log still holds, 0 if none; at most ``limit`` changes with
+    ``seq > after`` to keys starting with ``prefix``, in seq order).
+
+    The prefix is a key range (``key >= prefix AND key < its successor``), compared bytewise
+    on both engines (``COLLATE "C"`` on PostgreSQL), so no engine's string functions are involved.
+    """
+    where, args = "seq > ?", [after]
+    if prefix:
+        where += " AND key >= ?"
+        args.append(prefix)
+        end = prefix_end(prefix)
+        if end is not None:
+            where += " AND key < ?"
+            args.append(end)
+    (first,) = conn.execute("SELECT coalesce(min(seq), 0) FROM blackboard_log").fetchone()
     rows = conn.execute(
-        "SELECT key, value, version, writer, updated_at FROM blackboard WHERE key >= ? "
-        "ORDER BY key",
-        (prefix,),
+        f"SELECT seq, {_BB_COLUMNS} FROM blackboard_log WHERE {where} ORDER BY seq LIMIT ?", (*args, max(limit, 0))
     )
-    for row in rows:
-        if not row[0].startswith(prefix):
-            break
-        out.append(_bb(row))
-    return out
+    return int(first), [BlackboardChange(row[0], _bb(row[1:])) for row in rows]
 
 
-def _bb(row: tuple[Any, ...]) -> BlackboardRow:
+def prefix_end(prefix: str) -> str | None:
+    """The least string above every string starting with ``prefix`` (None: there is none),
+    in code point order, which is UTF-8 byte order."""
+    chars = list(prefix)
+    while chars:
+        code = ord(chars.pop()) + 1
+        if code == 0xD800:  # surrogates cannot be stored: skip to the next encodable character
+            code = 0xE000
+        if code <= 0x10FFFF:
+            return "".join(chars) + chr(code)
+    return None
+
+
+def _bb(row: Sequence[Any]) -> BlackboardRow:
+    deleted = bool(row[5])
     return BlackboardRow(
-        key=row[0], value=loads(row[1]), version=row[2], writer=row[3], updated_at=row[4]
+        key=row[0], value=None if deleted else loads(row[1]), version=row[2], writer=row[3], updated_at=row[4], deleted=deleted
     )
 
 

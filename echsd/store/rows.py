@@ -69,11 +69,24 @@ class Gap:
 
 @dataclass(frozen=True, slots=True)
 class BlackboardRow:
+    """A blackboard entry; ``deleted``: a tombstone (``value`` None), kept so that the key's
+    version goes on from where it was when the key is written again."""
+
     key: str
     value: Any
     version: int
     writer: str | None
     updated_at: float
+    deleted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BlackboardChange:
+    """One logged change of the blackboard: its seq (the blackboard's own seq space) and
+    the entry as the change left it."""
+
+    seq: int
+    entry: BlackboardRow
 
 
 def thread_from_row(r: tuple[Any, ...]) -> ThreadRow:

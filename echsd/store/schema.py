@@ -196,6 +196,35 @@ _PG_V2 = """
 ALTER TABLE inputs ADD COLUMN disposition TEXT;
 """
 
+# v3: the blackboard keeps deleted keys as tombstones (so a key's version never goes back,
+# across a delete and re-create) and logs every change under its own seq, for watchers to
+# replay (``subscribe {blackboard}``); the log keeps the newest changes (retention).
+_V3 = """
+ALTER TABLE blackboard ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE blackboard_log(
+    seq        INTEGER PRIMARY KEY,
+    key        TEXT NOT NULL,
+    value      TEXT,
+    version    INTEGER NOT NULL,
+    writer     TEXT,
+    updated_at REAL NOT NULL,
+    deleted    INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+_PG_V3 = """
+ALTER TABLE blackboard ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE blackboard_log(
+    seq        BIGINT PRIMARY KEY,
+    key        TEXT COLLATE "C" NOT NULL,
+    value      TEXT,
+    version    BIGINT NOT NULL,
+    writer     TEXT,
+    updated_at DOUBLE PRECISION NOT NULL,
+    deleted    INTEGER NOT NULL DEFAULT 0
+);
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -211,6 +240,7 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(sqlite=_V1, postgresql=_PG_V1),
     Migration(sqlite=_V2, postgresql=_PG_V2),
+    Migration(sqlite=_V3, postgresql=_PG_V3),
 )
 """Append only. Index i holds the scripts that move version i to i + 1."""
 

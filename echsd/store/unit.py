@@ -33,10 +33,15 @@ class Unit:
 
     ``statements`` run first, in order, then ``events`` are inserted into the event log;
     the events are published (``on_commit``) only after the transaction committed.
+    ``on_done(error)`` (error None: committed) runs on the trio thread as soon as the writer
+    is finished with the unit, in submission order, before anyone waiting on it wakes: the
+    place for an owner of in-memory state to apply (or drop) what it decided, and publish
+    it, with no checkpoint in between. It must not block; an exception is logged.
     """
 
     events: list[Event] = field(default_factory=list)
     statements: list[Statement] = field(default_factory=list)
+    on_done: Callable[[StoreError | None], None] | None = None
     _submitted: bool = field(default=False, init=False, repr=False)
     _done: bool = field(default=False, init=False, repr=False)
     _error: BaseException | None = field(default=None, init=False, repr=False)

@@ -11,7 +11,8 @@ per-commit costs are paid per batch, not per unit.
 Rules this module keeps:
 - Publish after commit: ``on_commit`` sees an event only after its transaction committed,
   so no client ever sees an event a crash could take back.
-- Order: units commit, publish and resolve in submission order.
+- Order: units commit, publish (``on_commit``, then each unit's ``on_done``) and resolve
+  in submission order.
 - Isolation: if a batch fails, its units are retried one transaction each; only the
   failing unit gets the error. Transient errors (the backend's ``Conn.is_transient``:
   busy, locked, I/O, disk full; a lost or restarting PostgreSQL server) are retried with
@@ -41,7 +42,7 @@ import trio
 from echsd.events import Event
 from echsd.logs import get_logger
 from echsd.store.conn import Conn
-from echsd.store.errors import StoreClosed, StoreError
+from echsd.store.errors import StoreClosed, StoreConflict, StoreError
 from echsd.store.unit import Unit, apply_units
 
 log = get_logger("echsd.store.writer")
@@ -241,7 +242,7 @@ class StoreWriter:
         if leftovers:
             log.warning("store_writer_dropped_pending", units=len(leftovers), reason=reason)
         for unit in leftovers:
-            unit._resolve(StoreClosed(reason))
+            _settle(unit, StoreClosed(reason))
         self._outstanding -= len(leftovers)
         self._stopped.set()
         self._space.unpark_all()
@@ -314,20 +315,23 @@ class StoreWriter:
         for unit, error in zip(units, results, strict=True):
             if error is None:
                 stats.units += 1
-                unit._resolve(None)
+                _settle(unit, None)
                 continue
             stats.failed_units += 1
             if not isinstance(error, StoreError):
                 wrapped = StoreError(f"store write failed: {type(error).__name__}: {error}")
                 wrapped.__cause__ = error
                 error = wrapped
-            log.error(
-                "store_unit_failed",
-                error=str(error),
-                statements=len(unit.statements),
-                events=len(unit.events),
-            )
-            unit._resolve(error)
+            if isinstance(error, StoreConflict):  # an expected outcome: the owner decides again
+                log.info("store_unit_conflict", error=str(error))
+            else:
+                log.error(
+                    "store_unit_failed",
+                    error=str(error),
+                    statements=len(unit.statements),
+                    events=len(unit.events),
+                )
+            _settle(unit, error)
         self._outstanding -= len(units)
         if self._space:
             self._space.unpark_all()
@@ -356,3 +360,13 @@ class StoreWriter:
             else:
                 results.append(None)
         return results, None
+
+
+def _settle(unit: Unit, error: StoreError | None) -> None:
+    """Run the unit's ``on_done``, then wake its waiters (on the trio thread, no checkpoint)."""
+    if unit.on_done is not None:
+        try:
+            unit.on_done(error)
+        except Exception:
+            log.exception("store_on_done_failed")
+    unit._resolve(error)

@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from echsd.events import Event
-from echsd.store import InputRow, Store, StoreError, ThreadRow, Unit, ops, queries
+from echsd.store import BlackboardRow, InputRow, Store, StoreConflict, StoreError, ThreadRow, Unit, ops, queries
 
 from .conftest import Backend, ev
 
@@ -155,49 +155,70 @@ async def test_inputs_queue_order_status_and_dedup(store: Store) -> None:
         await store.writer.commit(Unit(statements=[ops.update_input("in_b", status="lost")]))
 
 
-async def test_blackboard_and_meta(store: Store) -> None:
+def bb(key: str, value: object, version: int, writer: str | None = T1, ts: float = 10.0, deleted: bool = False) -> BlackboardRow:
+    return BlackboardRow(key, None if deleted else value, version, writer, ts, deleted)
+
+
+async def test_blackboard_writes_are_guarded_and_logged(store: Store) -> None:
+    write = ops.write_blackboard
     await store.writer.commit(
         Unit(
             statements=[
-                ops.put_blackboard("team/a", {"x": [1, 2]}, 1, T1, 10.0),
-                ops.put_blackboard("team/b", "text", 1, None, 11.0),
-                ops.put_blackboard("teamwork", 3, 1, T2, 12.0),
-                ops.put_blackboard("other", None, 1, T2, 12.0),
+                write(bb("team/a", {"x": [1, 2]}, 1), seq=1, base_version=0, keep=100),
+                write(bb("team/b", "text", 1, None, 11.0), seq=2, base_version=0, keep=100),
+                write(bb("teamwork", 3, 1, T2, 12.0), seq=3, base_version=0, keep=100),
+                write(bb("other", None, 1, T2, 12.0), seq=4, base_version=0, keep=100),
                 ops.set_meta("daemon_id", "d1"),
             ]
         )
     )
-    await store.writer.commit(
-        Unit(
-            statements=[
-                ops.put_blackboard("team/a", {"x": []}, 2, T2, 13.0),
-                ops.set_meta("daemon_id", "d2"),
-            ]
-        )
-    )
+    await store.writer.commit(Unit(statements=[write(bb("team/a", {"x": []}, 2, T2, 13.0), seq=5, base_version=1, keep=100)]))
     entry = await store.read(lambda c: queries.get_blackboard(c, "team/a"))
-    assert entry is not None and (entry.value, entry.version, entry.writer, entry.updated_at) == (
-        {"x": []},
-        2,
-        T2,
-        13.0,
-    )
-    assert [e.key for e in await store.read(lambda c: queries.list_blackboard(c, "team/"))] == [
-        "team/a",
-        "team/b",
-    ]
-    assert [e.key for e in await store.read(lambda c: queries.list_blackboard(c, "team"))] == [
-        "team/a",
-        "team/b",
-        "teamwork",
-    ]
-    assert len(await store.read(queries.list_blackboard)) == 4
+    assert entry == bb("team/a", {"x": []}, 2, T2, 13.0)
     other = await store.read(lambda c: queries.get_blackboard(c, "other"))
-    assert other is not None and other.value is None
-    await store.writer.commit(Unit(statements=[ops.delete_blackboard("team/b")]))
-    assert await store.read(lambda c: queries.get_blackboard(c, "team/b")) is None
-    assert await store.read(lambda c: queries.get_meta(c, "daemon_id")) == "d2"
+    assert other is not None and other.value is None and not other.deleted
+
+    # The database holds the compare-and-set: a stale base version, a create over an
+    # existing key or a seq already logged fail the unit and change nothing.
+    for stale in (
+        write(bb("team/a", "lost", 2), seq=6, base_version=1, keep=100),
+        write(bb("team/b", "lost", 1), seq=6, base_version=0, keep=100),
+        write(bb("team/b", "lost", 2), seq=5, base_version=1, keep=100),
+    ):
+        with pytest.raises(StoreConflict):
+            await store.writer.commit(Unit(statements=[stale]))
+    assert await store.read(lambda c: queries.get_blackboard(c, "team/a")) == entry
+    assert await store.read(queries.blackboard_log_bounds) == (1, 5)
+
+    # A delete leaves a tombstone; the key's next version goes on from it.
+    await store.writer.commit(Unit(statements=[write(bb("team/b", None, 2, deleted=True), seq=6, base_version=1, keep=100)]))
+    await store.writer.commit(Unit(statements=[write(bb("team/b", "again", 3), seq=7, base_version=2, keep=100)]))
+    loaded = await store.read(queries.load_blackboard)
+    assert [(e.key, e.version, e.deleted) for e in loaded] == [("other", 1, False), ("team/a", 2, False), ("team/b", 3, False), ("teamwork", 1, False)]
+
+    first, changes = await store.read(lambda c: queries.read_blackboard_log(c, 0, "team/"))
+    assert first == 1
+    assert [(c.seq, c.entry.key, c.entry.value, c.entry.deleted) for c in changes] == [
+        (1, "team/a", {"x": [1, 2]}, False),
+        (2, "team/b", "text", False),
+        (5, "team/a", {"x": []}, False),
+        (6, "team/b", None, True),
+        (7, "team/b", "again", False),
+    ]
+    _, page = await store.read(lambda c: queries.read_blackboard_log(c, 2, "team", limit=2))
+    assert [c.seq for c in page] == [3, 5]
+    # Retention: the log keeps the newest ``keep`` changes.
+    await store.writer.commit(Unit(statements=[write(bb("z", 1, 1), seq=8, base_version=0, keep=3)]))
+    assert await store.read(queries.blackboard_log_bounds) == (6, 8)
+    assert await store.read(lambda c: queries.get_meta(c, "daemon_id")) == "d1"
     assert await store.read(lambda c: queries.get_meta(c, "nope")) is None
+
+
+def test_prefix_end_bounds_every_key_with_the_prefix() -> None:
+    assert queries.prefix_end("team/") == "team0"
+    assert queries.prefix_end("a\U0010ffff") == "b"
+    assert queries.prefix_end("\U0010ffff") is None
+    assert queries.prefix_end("\ud7ff") == "\ue000"
 
 
 async def test_event_data_round_trips_and_last_seq(store: Store) -> None:

@@ -21,13 +21,15 @@ PINNED_DIGESTS = {
     "sqlite": {
         1: "82f1dcf9cc253ba714a5a955ae8d92354e6060f1f0e14c1af48f914a124ab8bb",
         2: "2d0c0764aafaafa8a4dd84b17349030a4e2775be0c97291790b6638835c7b5c0",
+        3: "439229a1f51d7db129d5232d7292d0da80713b756b8c73e010d82097f4f7ef67",
     },
     "postgresql": {
         1: "2c8612257e603d90118ed18e589e79ff129499fff8a9bb99628c68a0c4711239",
         2: "2d0c0764aafaafa8a4dd84b17349030a4e2775be0c97291790b6638835c7b5c0",
+        3: "22bbc4176018d9a9250bc198ded5af0aadc371e251d6a58d9bc363ab2c438d47",
     },
 }
-TABLES = {"threads", "items", "inputs", "events", "event_gaps", "blackboard", "meta", "schema_version"}
+TABLES = {"threads", "items", "inputs", "events", "event_gaps", "blackboard", "blackboard_log", "meta", "schema_version"}
 LIST_TABLES = {
     "sqlite": "SELECT name FROM sqlite_master WHERE type = 'table'",
     "postgresql": "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 import trio
 import trio.testing
 
 from echsd.events import Event
-from echsd.store import Conn, Store, StoreClosed, StoreError, StoreWriter, Unit, ops, queries
+from echsd.store import Conn, Store, StoreClosed, StoreConflict, StoreError, StoreWriter, Unit, ops, queries
 
 from .conftest import Backend, ev
 
@@ -96,6 +97,34 @@ async def test_units_resolve_in_submission_order(store: Store) -> None:
             n.start_soon(waiter, i, u)
     assert sorted(order) == list(range(50))
     assert all(u.done for u in units)
+
+
+async def test_on_done_runs_in_order_before_waiters_wake(store: Store) -> None:
+    """Each unit's ``on_done`` gets its outcome in submission order, and has run by the time
+    anyone waiting on the unit wakes; a failing ``on_done`` is logged, nothing more."""
+    seen: list[tuple[int, str | None]] = []
+
+    def done(i: int) -> Callable[[StoreError | None], None]:
+        def on_done(error: StoreError | None) -> None:
+            seen.append((i, None if error is None else type(error).__name__))
+            if i == 3:
+                raise RuntimeError("a broken callback")
+
+        return on_done
+
+    def conflict(conn: Conn) -> None:
+        raise StoreConflict("changed meanwhile")
+
+    w = store.writer
+    units = [w.put_nowait(Unit(statements=[ops.set_meta(f"k{i}", "v")] if i != 2 else [conflict], on_done=done(i))) for i in range(5)]
+    for i, unit in enumerate(units):
+        if i == 2:
+            with pytest.raises(StoreConflict):
+                await unit.wait()
+        else:
+            await unit.wait()
+        assert (i, "StoreConflict" if i == 2 else None) in seen
+    assert seen == [(0, None), (1, None), (2, "StoreConflict"), (3, None), (4, None)]
 
 
 async def test_failing_unit_is_isolated_and_the_rest_commit(store: Store) -> None:
