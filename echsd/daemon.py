@@ -15,6 +15,8 @@ from typing import Any
 import trio
 
 from echsd.appserver.server import AppServer
+from echsd.blackboard.board import Blackboard
+from echsd.blackboard.service import BlackboardService
 from echsd.codex import ResponsesClient, endpoint_from_settings
 from echsd.logs import get_logger
 from echsd.service.sdnotify import Notifier
@@ -40,6 +42,7 @@ SHUTDOWN_BUDGET_S = 10.0
 class Daemon:
     settings: Settings
     store: Store | None = None
+    blackboard: Blackboard | None = None
     hub: EventHub = field(default_factory=EventHub)
     peers: Peers = field(default_factory=Peers)  # authenticated connections, by id
     extra_tools: list[Tool] = field(default_factory=list)  # an embedding program's own tools
@@ -88,12 +91,16 @@ class Daemon:
                     max_retries=settings.tuning.max_retries,
                     idle_timeout_s=settings.tuning.stream_idle_timeout_s,
                 )
+                tuning = settings.tuning
+                board = self.blackboard = Blackboard(store, max_value_bytes=tuning.blackboard_max_value_bytes, log_keep=tuning.blackboard_log_keep)
+                await board.load()
                 tools = builtin_tools() | {tool.spec.name: tool for tool in self.extra_tools}
-                supervisor = Supervisor(store, client, tools, settings.tuning, default_model=settings.model, agent_types=settings.agent_types)
+                supervisor = Supervisor(store, client, tools, tuning, default_model=settings.model, blackboard=board, agent_types=settings.agent_types)
                 await supervisor.load()
                 await root.start(supervisor.run)
                 self.service = ThreadService(supervisor, settings)
-                await root.start(server.serve, WireContext(self.service, self.hub, store, settings, self.peers))
+                wire = WireContext(self.service, self.hub, store, settings, BlackboardService(board, tuning.max_message_bytes // 2), self.peers)
+                await root.start(server.serve, wire)
                 await root.start(app_server.serve, self.service, self.hub)
                 if handle_signals:
                     root.start_soon(self._watch_signals)

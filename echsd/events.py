@@ -37,19 +37,29 @@ class Event:
         }
 
 
-def gap_envelope(thread_id: str, from_seq: int, to_seq: int, reason: str, ts: float = 0.0) -> dict[str, Any]:
-    """The ``events.gap`` event: seqs ``from_seq..to_seq`` were not delivered (CONTRACT.md 3.3).
+@dataclass(frozen=True, slots=True)
+class BoardStream:
+    """The stream of one blackboard subscription, named by its key prefix: how the wire keys
+    a connection's blackboard events (their own seq space) beside its threads' events."""
+
+    prefix: str
+
+
+StreamKey = str | BoardStream
+"""A thread id, or a blackboard subscription: the streams a connection's events belong to."""
+
+
+def gap_envelope(stream: StreamKey, from_seq: int, to_seq: int, reason: str, ts: float = 0.0) -> dict[str, Any]:
+    """The ``events.gap`` event: seqs ``from_seq..to_seq`` of a thread (or of the blackboard,
+    for a subscription to a prefix: ``thread_id`` null) were not delivered (CONTRACT.md 3.3).
 
     Its own seq is ``from_seq - 1``, the last seq delivered before the gap, so it sorts where
     the missing events would have been.
     """
-    return {
-        "event": "events.gap",
-        "thread_id": thread_id,
-        "seq": from_seq - 1,
-        "ts": ts,
-        "data": {"from_seq": from_seq, "to_seq": to_seq, "reason": reason},
-    }
+    data = {"from_seq": from_seq, "to_seq": to_seq, "reason": reason}
+    if isinstance(stream, BoardStream):
+        return {"event": "events.gap", "thread_id": None, "blackboard": stream.prefix, "seq": from_seq - 1, "ts": ts, "data": data}
+    return {"event": "events.gap", "thread_id": stream, "seq": from_seq - 1, "ts": ts, "data": data}
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,10 +205,24 @@ EVENT_TYPES: dict[str, EventSpec] = {
         "An approval request ended.",
         {"request_id": "str", "call_id": "str", "decision": "approve | deny | timeout | cancelled"},
     ),
+    "blackboard.changed": EventSpec(
+        "A blackboard entry was written or deleted. Sent on `subscribe {blackboard: PREFIX}`: "
+        "`thread_id` is null, `blackboard` names the subscription's prefix, and `seq` counts "
+        "the blackboard's changes (its own seq space; a failed write may leave one unused).",
+        {
+            "key": "str",
+            "value": "the JSON value (null when deleted)",
+            "version": "int, the key's version after the change (never reused, also across a delete)",
+            "writer": "the writing thread's id, or null for a client",
+            "updated_at": "unix float",
+            "deleted": "bool",
+        },
+    ),
     "events.gap": EventSpec(
         "Events in [from_seq, to_seq] were not delivered (slow client or retention); "
         "re-read them with thread.events or subscribe since=from_seq-1 (retained ones only). "
-        "Its own seq is from_seq-1, the last seq delivered before the gap.",
+        "Its own seq is from_seq-1, the last seq delivered before the gap. On a blackboard "
+        "subscription (`thread_id` null, `blackboard` set) the range is of blackboard seqs.",
         {"from_seq": "int", "to_seq": "int", "reason": "backpressure | retention"},
         stored=False,
     ),

@@ -95,6 +95,8 @@ class Tuning:
     client_queue_bytes: int = _knob(32 * MIB, 1 * MIB, 1024 * MIB)  # ... and its size
     heartbeat_s: float = _knob(15.0, 0.05, 3600.0, off=True)
     hello_timeout_s: float = _knob(10.0, 0.1, 300.0)  # connect to a good hello, or the connection is closed
+    blackboard_max_value_bytes: int = _knob(1 * MIB, 1024, 64 * MIB)  # one blackboard value, as JSON text
+    blackboard_log_keep: int = _knob(10_000, 1, 10**9)  # blackboard changes kept for replay (subscribe {blackboard, since})
 
 
 @dataclass(frozen=True)

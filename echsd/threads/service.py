@@ -8,12 +8,11 @@ Anything that changes a thread goes to its actor through the supervisor.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence, TypeVar
-
-import orjson
+from typing import Any
 
 from echsd import __version__
 from echsd.errors import BadRequest
+from echsd.paging import page_of
 from echsd.settings import Settings
 from echsd.store import Gap, queries
 from echsd.threads.state import ThreadState
@@ -22,10 +21,8 @@ from echsd.tools.capabilities import Peer
 from echsd.tools.process import containment_name
 
 MAX_EVENTS_PER_READ = 10_000
-MAX_PAGE_ITEMS = 10_000  # thread.history / thread.list pages
 EVENTS_PER_STORE_READ = 1000  # a page of thread.events is read in chunks, up to its byte budget
 ENVELOPE_BYTES = 128  # an event's envelope around its stored data, at most
-T = TypeVar("T")
 
 
 class ThreadService:
@@ -169,21 +166,3 @@ class ThreadService:
                 break
         return page
 
-
-def page_of(entries: Sequence[T], offset: int | None, limit: int | None, budget: int, build: Callable[[T], Any]) -> dict[str, Any]:
-    """``{items, offset, next_offset, total}``: from ``offset``, at most ``limit`` built
-    items, stopping before their JSON size would pass ``budget`` (at least one item);
-    ``next_offset`` is None after the last page."""
-    offset = offset or 0
-    limit = min(limit or MAX_PAGE_ITEMS, MAX_PAGE_ITEMS)
-    items: list[Any] = []
-    size = 0
-    position = offset
-    while position < len(entries) and len(items) < limit:
-        item = build(entries[position])
-        size += len(orjson.dumps(item))
-        if items and size > budget:
-            break
-        items.append(item)
-        position += 1
-    return {"items": items, "offset": offset, "next_offset": position if position < len(entries) else None, "total": len(entries)}

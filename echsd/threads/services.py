@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping, Protocol
 import trio
 
 from echsd.agent_types import AgentType
+from echsd.blackboard.board import Blackboard
 from echsd.codex import ModelCatalog, ResponsesClient
 from echsd.settings import Tuning
 from echsd.store import Store, Unit
@@ -63,3 +64,4 @@ class ActorServices:
     remote_calls: RemoteCalls
     agent_types: Mapping[str, AgentType]
     subagent_slots: trio.CapacityLimiter  # sub-agent turns running at once, daemon-wide
+    blackboard: Blackboard  # the daemon's one blackboard; each thread writes in its own name

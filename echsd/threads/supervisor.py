@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 import trio
 
 from echsd.agent_types import SHIPPED, AgentType
+from echsd.blackboard.board import Blackboard
 from echsd.codex import ResponsesClient
 from echsd.errors import (
     EchsError,
@@ -65,6 +66,7 @@ class Supervisor:
         tuning: Tuning,
         *,
         default_model: str,
+        blackboard: Blackboard,
         agent_types: Mapping[str, AgentType] | None = None,
     ) -> None:
         self.store = store
@@ -87,6 +89,7 @@ class Supervisor:
             remote_calls=self.remote_calls,
             agent_types=dict(agent_types or SHIPPED),
             subagent_slots=trio.CapacityLimiter(max(1, tuning.max_running_subagents)),
+            blackboard=blackboard,
         )
         self._turn_listeners: list[TurnListener] = []
         self._nursery: trio.Nursery | None = None

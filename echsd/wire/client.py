@@ -4,7 +4,9 @@ Used by the ``echs`` CLI, the tests and any Python program. One ``Client`` is on
 connection (re-opened by ``reconnect``); requests may be issued from several tasks at
 once; failures raise ``WireError(code, message)``. ``client.events(thread_id)`` is an
 async iterator over a thread's events (or ``"*"``) that survives connection losses and
-backpressure gaps without losing or repeating an event (see ``echsd.wire.stream``).
+backpressure gaps without losing or repeating an event (see ``echsd.wire.stream``);
+``client.blackboard_events(prefix)`` is the same over the blackboard's changes
+(``echsd.wire.board_stream``).
 
 Importing this module is cheap: it pulls in trio, trio-websocket and msgpack, never the
 daemon, store, codex or threads packages.
@@ -23,10 +25,11 @@ from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_st
 from echsd.wire import codec
 from echsd.wire.discovery import DiscoveryError, Target, resolve_target, resolve_token
 from echsd.wire.errors import ConnectionLost, WireError
+from echsd.wire.board_stream import BoardEventStream
 from echsd.wire.requests import RequestHelpers
 from echsd.wire.stream import MAX_QUEUED, EventStream
 
-__all__ = ["Client", "ConnectionLost", "EventStream", "WireError", "connect"]
+__all__ = ["BoardEventStream", "Client", "ConnectionLost", "EventStream", "WireError", "connect"]
 
 CONNECT_TIMEOUT_S = 5.0
 RECONNECT_TIMEOUT_S = 30.0
@@ -58,6 +61,7 @@ class Client(RequestHelpers):
         self._ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self._streams: dict[str, EventStream] = {}
+        self._board_streams: dict[str, BoardEventStream] = {}  # by prefix
         self._reconnecting = trio.Lock()
         self._closed = False
         self._direct_send, self.direct_messages = trio.open_memory_channel[dict[str, Any]](DIRECT_BUFFER)
@@ -156,6 +160,12 @@ class Client(RequestHelpers):
                     except trio.WouldBlock:
                         pass  # nobody reads them: the daemon's side times such requests out
                     continue
+                prefix = event.get("blackboard")
+                if prefix is not None and event.get("thread_id") is None:  # a blackboard subscription's
+                    board_stream = self._board_streams.get(prefix)
+                    if board_stream is not None:
+                        board_stream._deliver(event)
+                    continue
                 for key in (event.get("thread_id"), "*"):
                     stream = self._streams.get(key)  # type: ignore[arg-type]
                     if stream is not None:
@@ -166,7 +176,10 @@ class Client(RequestHelpers):
             waiter.error = ConnectionLost()
             waiter.done.set()
         pending.clear()
-        for stream in self._streams.values():
+        self._wake_streams()
+
+    def _wake_streams(self) -> None:
+        for stream in (*self._streams.values(), *self._board_streams.values()):
             stream._wake()
 
     async def _drop_connection(self) -> None:
@@ -195,8 +208,7 @@ class Client(RequestHelpers):
 
     async def aclose(self) -> None:
         self._closed = True
-        for stream in list(self._streams.values()):
-            stream._wake()
+        self._wake_streams()
         await self._drop_connection()
 
     # -- requests -----------------------------------------------------------------------------
@@ -240,6 +252,24 @@ class Client(RequestHelpers):
     def _forget_stream(self, stream: EventStream) -> None:
         if self._streams.get(stream.key) is stream:
             del self._streams[stream.key]
+
+    def blackboard_events(self, prefix: str = "", since: int | None = None, *, max_queued: int = MAX_QUEUED, reconnect: bool = True) -> BoardEventStream:
+        """The blackboard's changes (``blackboard.changed``) to keys under ``prefix``: with
+        ``since``, every logged change after that blackboard seq first; then live ones.
+
+        Use as ``async for event in client.blackboard_events("team/")`` or ``async with`` it
+        to unsubscribe on exit. One stream per prefix per client. It survives connection
+        losses and backpressure by subscribing again from the last seq it yielded.
+        """
+        if prefix in self._board_streams:
+            raise ValueError(f"this client already has a blackboard stream for {prefix!r}")
+        stream = BoardEventStream(self, prefix, since, max_queued, reconnect)
+        self._board_streams[prefix] = stream
+        return stream
+
+    def _forget_board_stream(self, stream: BoardEventStream) -> None:
+        if self._board_streams.get(stream.prefix) is stream:
+            del self._board_streams[stream.prefix]
 
 
 def _handshake_error(exc: BaseException, target: Target) -> WireError:

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from echsd.events import EVENT_TYPES
-from echsd.wire.schema import ERROR_CODES, OPS, RESERVED_OPS, OpSpec
+from echsd.wire.schema import ERROR_CODES, OPS, OpSpec
 
 INTRO = """\
 # echsd wire protocol (v1)
@@ -109,6 +109,17 @@ remote tool) use the event envelope with `seq` null: they belong to no thread's 
 are neither stored nor replayed. The client library delivers them on
 `client.direct_messages`.
 
+Blackboard subscriptions (`subscribe {"blackboard": PREFIX, "since": SEQ}`) belong to no
+thread: their `blackboard.changed` events carry `thread_id` null, `blackboard` (the
+subscription's prefix) and a `seq` from the blackboard's own seq space (every change of
+any key takes the next one, so a subscription's seqs skip the changes outside its
+prefix). Replay, seam and backpressure work as for threads; a gap on a blackboard
+subscription is an `events.gap` with `thread_id` null and `blackboard` set: subscribe
+again with `since = from_seq - 1` (the client library's `client.blackboard_events(prefix)`
+does this by itself). The log keeps the newest `[tuning] blackboard_log_keep` changes
+(10,000); a replay from before them starts with an `events.gap` with reason `retention`
+(read the entries as they are now with `blackboard.list`).
+
 Heartbeat: the daemon pings every `[tuning] heartbeat_s` (15 s) and closes a connection
 whose pong does not come back within 3 heartbeats.
 """
@@ -157,12 +168,6 @@ def render() -> str:
     lines = [INTRO, "## Operations", ""]
     lines += ["| op | summary |", "|---|---|"]
     lines += [f"| [`{spec.name}`](#{spec.name.replace('.', '')}) | {_cell(spec.summary)} |" for spec in OPS]
-    lines.append("")
-    lines.append(
-        "Reserved (in the contract, answered with `unknown_op` until served): "
-        + ", ".join(f"`{name}`" for name in RESERVED_OPS)
-        + "."
-    )
     lines.append("")
     for spec in OPS:
         lines += _op_section(spec)

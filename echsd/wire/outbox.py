@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from echsd.events import gap_envelope
+from echsd.events import StreamKey, gap_envelope
 from echsd.wire.codec import encode_batch, packb
 
 DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
@@ -41,13 +41,13 @@ BYTES_BURST_FACTOR = 2
 
 
 class Item:
-    """Queued output: a response (``count == 0``), or a run of one thread's encoded events
-    with contiguous seqs (consecutive pushes are merged into one run, so a streaming
-    thread costs one list append per event)."""
+    """Queued output: a response (``count == 0``), or a run of one stream's encoded events
+    (a thread's, with contiguous seqs: consecutive pushes are merged into one run, so a
+    streaming thread costs one list append per event; or a blackboard subscription's)."""
 
     __slots__ = ("thread_id", "first_seq", "last_seq", "ts", "parts", "count", "size")
 
-    def __init__(self, thread_id: str | None, first_seq: int, last_seq: int, ts: float, data: bytes, count: int) -> None:
+    def __init__(self, thread_id: StreamKey | None, first_seq: int, last_seq: int, ts: float, data: bytes, count: int) -> None:
         self.thread_id = thread_id
         self.first_seq = first_seq  # of the first event (a stored gap: its from_seq)
         self.last_seq = last_seq  # of the last event (a stored gap: its to_seq)
@@ -71,7 +71,7 @@ class Outbox:
         self.gaps = 0  # backpressure gaps emitted
         self.writer_idle = True  # set by the IO shell: False from a take until the writer waits again
         self._items: deque[Item] = deque()
-        self._dropping: dict[str, list[float]] = {}  # thread -> [from_seq, to_seq, ts]
+        self._dropping: dict[StreamKey, list[float]] = {}  # stream -> [from_seq, to_seq, ts]
 
     def __bool__(self) -> bool:
         """Whether ``take`` has something to hand out."""
@@ -82,8 +82,9 @@ class Outbox:
         self.responses += 1
         self.response_bytes += len(data)
 
-    def push_event(self, thread_id: str, first_seq: int, last_seq: int, ts: float, data: bytes, count: int = 1) -> bool:
-        """Queue encoded event(s) of one thread; False when dropped (they will be in a gap)."""
+    def push_event(self, thread_id: StreamKey, first_seq: int, last_seq: int, ts: float, data: bytes, count: int = 1) -> bool:
+        """Queue encoded event(s) of one stream (a thread, or a blackboard subscription);
+        False when dropped (they will be in a gap)."""
         if self._dropping and thread_id in self._dropping:
             self.drop(thread_id, first_seq, last_seq, ts, count)
             return False
@@ -108,10 +109,11 @@ class Outbox:
         items.append(Item(thread_id, first_seq, last_seq, ts, data, count))
         return True
 
-    def forget(self, thread_id: str | None = None) -> None:
-        """Drop the pending gap of one thread (or all): a re-subscription supersedes it."""
+    def forget(self, thread_id: StreamKey | None = None) -> None:
+        """Drop the pending gap of one stream (or of every thread): a re-subscription supersedes it."""
         if thread_id is None:
-            self._dropping.clear()
+            for stream in [key for key in self._dropping if isinstance(key, str)]:
+                del self._dropping[stream]
         else:
             self._dropping.pop(thread_id, None)
 
@@ -161,8 +163,8 @@ class Outbox:
         self._items = kept
         self.events = self.event_bytes = 0
 
-    def drop(self, thread_id: str, first_seq: int, last_seq: int, ts: float, count: int = 1) -> None:
-        """Count events as not delivered: they will be reported in the thread's next gap."""
+    def drop(self, thread_id: StreamKey, first_seq: int, last_seq: int, ts: float, count: int = 1) -> None:
+        """Count events as not delivered: they will be reported in the stream's next gap."""
         self.dropped += count
         span = self._dropping.get(thread_id)
         if span is None:
@@ -173,5 +175,5 @@ class Outbox:
             span[2] = max(span[2], ts)
 
 
-def _gap(thread_id: str, from_seq: int, to_seq: int, ts: float) -> bytes:
+def _gap(thread_id: StreamKey, from_seq: int, to_seq: int, ts: float) -> bytes:
     return packb(gap_envelope(thread_id, from_seq, to_seq, "backpressure", ts))

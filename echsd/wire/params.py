@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from echsd.blackboard.entries import MAX_KEY_BYTES, key_problem
+
 
 class ParamsError(Exception):
     """Params do not match the op's schema; the message names the field."""
@@ -148,6 +150,9 @@ PAGE_SIZE = Kind(f"integer from 1 to {MAX_PAGE:,}", lambda v: _is_int(v) and v >
 OFFSET = Kind("integer >= 0", lambda v: _is_int(v) and v >= 0, _range(0, MAX_SEQ))
 THREAD_ID = Kind("thread id", lambda v: isinstance(v, str) and bool(v), _name_problem)
 THREAD_OR_ALL = Kind('thread id or "*"', lambda v: isinstance(v, str) and bool(v), _name_problem)
+BB_KEY = Kind(f"non-empty string of at most {MAX_KEY_BYTES} bytes", lambda v: isinstance(v, str) and bool(v), key_problem)
+BB_PREFIX = Kind(f"string of at most {MAX_KEY_BYTES} bytes (may be empty)", lambda v: isinstance(v, str), lambda v: key_problem(v, empty=True))
+JSON = Kind("any JSON value", lambda v: True)  # what JSON is (and how big) the blackboard checks
 TOOLS = Kind(
     f'list of at most {MAX_TOOLS} names, or a string like "+name,-name"',
     lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(i, str) for i in v)),
@@ -186,6 +191,7 @@ class Param:
     description: str
     required: bool = False
     choices: tuple[Any, ...] = ()
+    nullable: bool = False  # an explicit null is a value (not "not given")
 
     def check(self, value: Any, where: str = "param") -> None:
         if not self.kind.check(value):

@@ -3,7 +3,8 @@
 A subclass provides ``request(op, params)``; every op with a ``method`` in its spec then
 has that method here (e.g. ``thread.send`` -> ``send(thread_id, text, *, mode=None,
 client_msg_id=None)``): the spec's ``positional`` params may be passed by position, every
-param by keyword, and params left as None are not sent. Shared by the async ``Client``
+param by keyword, and params left as None are not sent (except a nullable one passed as
+None, e.g. ``blackboard_set(key, None)``: a null value). Shared by the async ``Client``
 and the ``BlockingClient``.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable
 
-from echsd.wire.schema import OPS, OpSpec
+from echsd.wire.schema import OPS, OPS_BY_NAME, OpSpec
 
 
 class RequestHelpers:
@@ -19,7 +20,9 @@ class RequestHelpers:
         raise NotImplementedError
 
     async def _call(self, op: str, **params: Any) -> Any:
-        return await self.request(op, {k: v for k, v in params.items() if v is not None})
+        """Send ``op`` with the params that are not None, and the nullable ones given as None."""
+        spec = OPS_BY_NAME[op]
+        return await self.request(op, {k: v for k, v in params.items() if v is not None or spec.by_name[k].nullable})
 
 
 def _method(spec: OpSpec) -> Callable[..., Awaitable[Any]]:

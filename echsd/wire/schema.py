@@ -9,9 +9,8 @@ given".
 
 Handlers reach the daemon only through the ``OpContext`` they are given (a connection:
 its thread service and its subscriptions), so importing this module (as the thin client
-does) loads nothing of the daemon. To add an op: add its ``OpSpec`` here (and drop its
-name from ``RESERVED_OPS``), implement what its handler calls, then regenerate the docs
-with ``python -m echsd.wire.docs > docs/protocol.md``.
+does) loads nothing of the daemon. To add an op: add its ``OpSpec`` here, implement what
+its handler calls, then regenerate the docs with ``python -m echsd.wire.docs > docs/protocol.md``.
 """
 
 from __future__ import annotations
@@ -20,12 +19,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from echsd.wire.codec import PROTOCOL_VERSION
+from echsd.errors import BadRequest
 from echsd.wire.params import (
     ATTACHMENTS,
+    BB_KEY,
+    BB_PREFIX,
     BOOL,
     CONFIG,
     CONFIG_PARAMS,
     COUNT,
+    JSON,
     MAX_DEPTH,
     MAX_PAGE,
     MESSAGE,
@@ -46,8 +49,10 @@ from echsd.wire.params import (
 )
 
 if TYPE_CHECKING:  # the client imports this module: nothing of the daemon at run time
+    from echsd.blackboard.service import BlackboardService
     from echsd.threads.service import ThreadService
     from echsd.tools.capabilities import Peer
+    from echsd.wire.board_subscriptions import BoardSubscriptions
     from echsd.wire.subscriptions import Subscriptions
 
     class OpContext(Peer, Protocol):
@@ -56,6 +61,8 @@ if TYPE_CHECKING:  # the client imports this module: nothing of the daemon at ru
 
         service: ThreadService
         subscriptions: Subscriptions
+        blackboard: BlackboardService
+        board_subscriptions: BoardSubscriptions
 
         async def authenticate(self, token: str) -> dict[str, Any]: ...
 
@@ -91,6 +98,9 @@ class OpSpec:
         for param in self.params:
             value = params.get(param.name)
             if value is None:
+                if param.nullable and param.name in params:
+                    clean[param.name] = None
+                    continue
                 if param.required:
                     raise ParamsError(f"missing param '{param.name}'")
                 continue
@@ -121,6 +131,35 @@ _PAGE_NOTES = (
 )
 
 
+def _key() -> Param:
+    return Param("key", BB_KEY, "the blackboard key (no control characters)", required=True)
+
+
+_IF_VERSION = Param("if_version", SEQ, "only if the key is at this version now; `0`: only if it is absent (create only)")
+
+
+def _subscription(params: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(thread_id, blackboard prefix) of ``subscribe``/``unsubscribe``: exactly one given."""
+    thread_id, prefix = params.get("thread_id"), params.get("blackboard")
+    if (thread_id is None) == (prefix is None):
+        raise BadRequest("give exactly one of 'thread_id' and 'blackboard'")
+    return thread_id, prefix
+
+
+def _subscribe(c: OpContext, params: dict[str, Any]) -> Any:
+    thread_id, prefix = _subscription(params)
+    if prefix is not None:
+        return c.board_subscriptions.subscribe(prefix, params.get("since"))
+    return c.subscriptions.subscribe(thread_id, params.get("since"))
+
+
+def _unsubscribe(c: OpContext, params: dict[str, Any]) -> Any:
+    thread_id, prefix = _subscription(params)
+    if prefix is not None:
+        return c.board_subscriptions.unsubscribe(prefix)
+    return c.subscriptions.unsubscribe(thread_id)
+
+
 _TID = "thr_0123456789abcdef"
 _CONFIG = {
     "cwd": "/home/me/project",
@@ -142,6 +181,8 @@ _THREAD = {
     "last_seq": 7,
 }
 _THREAD_OBJECT = "thread object (CONTRACT.md 2.5)"
+_ENTRY_OBJECT = "entry object `{key, value, version, writer, updated_at}`"
+_ENTRY = {"key": "team/plan", "value": {"steps": ["parse", "test"]}, "version": 3, "writer": _TID, "updated_at": 1767225602.0}
 _APPROVAL = {
     "request_id": "apr_0a1b2c3d4e5f6071",
     "thread_id": _TID,
@@ -346,33 +387,94 @@ OPS: tuple[OpSpec, ...] = (
     ),
     OpSpec(
         "subscribe",
-        "Streams a thread's events (or every thread's, with `*`): replay, then live.",
+        "Streams a thread's events (or every thread's, with `*`), or the blackboard's changes under a prefix: replay, then live.",
         (
-            Param("thread_id", THREAD_OR_ALL, "a thread id, or `*` for every thread", required=True),
-            Param("since", SEQ, "replay stored events with `seq > since` first; omitted: live events only; beyond the thread's last seq: `bad_request`"),
+            Param("thread_id", THREAD_OR_ALL, "a thread id, or `*` for every thread"),
+            Param("blackboard", BB_PREFIX, "instead of `thread_id`: a key prefix (`\"\"`: every key); streams `blackboard.changed`"),
+            Param("since", SEQ, "replay stored events (or blackboard changes) with `seq > since` first; omitted: live ones only; beyond the last seq: `bad_request`"),
         ),
-        "`{thread_id, since, replayed, last_seq}`",
+        "`{thread_id, since, replayed, last_seq}`; for the blackboard `{thread_id: null, blackboard, since, replayed, last_seq}`",
         {"thread_id": _TID, "since": 0},
         {"thread_id": _TID, "since": 0, "replayed": 7, "last_seq": 7},
-        notes="The answer comes after the `replayed` events it counts and before every "
+        notes="Give exactly one of `thread_id` and `blackboard`. "
+        "The answer comes after the `replayed` events it counts and before every "
         "later event: events with `seq <= last_seq` precede it, live ones follow it "
-        "(`last_seq` is null for `*`). Subscribing again to the same thread (or `*`) "
-        "restarts its stream from the new `since`. Unknown thread: `not_found`.",
-        handler=lambda c, p: c.subscriptions.subscribe(p["thread_id"], p.get("since")),
+        "(`last_seq` is null for `*`). Subscribing again to the same thread (or `*`, or prefix) "
+        "restarts its stream from the new `since`. Unknown thread: `not_found`. "
+        "A blackboard subscription belongs to no thread: its events have `thread_id` null, "
+        "`blackboard` set to the subscription's prefix and the blackboard's own `seq` (see Events).",
+        handler=_subscribe,
         method="subscribe",
         positional=("thread_id", "since"),
     ),
     OpSpec(
         "unsubscribe",
         "Stops a subscription made with `subscribe`.",
-        (Param("thread_id", THREAD_OR_ALL, "as given to `subscribe`", required=True),),
-        "`{thread_id, subscribed: false}`",
+        (
+            Param("thread_id", THREAD_OR_ALL, "as given to `subscribe`"),
+            Param("blackboard", BB_PREFIX, "instead of `thread_id`: the prefix given to `subscribe`"),
+        ),
+        "`{thread_id, subscribed: false}` (for the blackboard also `blackboard`)",
         {"thread_id": _TID},
         {"thread_id": _TID, "subscribed": False},
         notes="Unsubscribing a thread still covered by `*` keeps its events flowing (and vice versa).",
-        handler=lambda c, p: c.subscriptions.unsubscribe(p["thread_id"]),
+        handler=_unsubscribe,
         method="unsubscribe",
         positional=("thread_id",),
+    ),
+    OpSpec(
+        "blackboard.get",
+        "One blackboard entry.",
+        (_key(),),
+        _ENTRY_OBJECT,
+        {"key": "team/plan"},
+        _ENTRY,
+        notes="A key that is absent (or deleted) is `not_found`.",
+        handler=lambda c, p: c.blackboard.get(**p),
+        method="blackboard_get",
+        positional=("key",),
+    ),
+    OpSpec(
+        "blackboard.set",
+        "Writes a JSON value at a key; with `if_version`, only if the key is at that version (compare-and-set).",
+        (
+            _key(),
+            Param("value", JSON, "the value (JSON, `null` too), at most `[tuning] blackboard_max_value_bytes` (1 MiB) as JSON", required=True, nullable=True),
+            _IF_VERSION,
+        ),
+        _ENTRY_OBJECT + " as written (`writer` null: a client)",
+        {"key": "team/plan", "value": {"steps": ["parse", "test"]}, "if_version": 2},
+        _ENTRY,
+        notes="Each write bumps the key's version by one (versions go on across a delete). A failed "
+        "compare-and-set is a `conflict` and changes nothing. A value that is not JSON (binary, a "
+        "map with non-string keys, NaN) or too big is a `bad_request`.",
+        handler=lambda c, p: c.blackboard.set(**p),
+        method="blackboard_set",
+        positional=("key", "value"),
+    ),
+    OpSpec(
+        "blackboard.list",
+        "The live entries whose key starts with a prefix, in key order (or a page of them).",
+        (Param("prefix", BB_PREFIX, "default `\"\"`: every key"), *_PAGING),
+        _PAGED.format(whole=f"list of {_ENTRY_OBJECT}s"),
+        {"prefix": "team/"},
+        [_ENTRY],
+        notes=_PAGE_NOTES,
+        handler=lambda c, p: c.blackboard.list(**p),
+        method="blackboard_list",
+        positional=("prefix",),
+    ),
+    OpSpec(
+        "blackboard.delete",
+        "Deletes a blackboard entry; with `if_version`, only if the key is at that version.",
+        (_key(), _IF_VERSION),
+        "the deleted entry: " + _ENTRY_OBJECT + " with `value` null, the new `version` and `deleted: true`",
+        {"key": "team/plan", "if_version": 3},
+        {**_ENTRY, "value": None, "version": 4, "deleted": True},
+        notes="An absent (or already deleted) key is `not_found`; a failed compare-and-set is a `conflict` and changes nothing.",
+        handler=lambda c, p: c.blackboard.delete(**p),
+        method="blackboard_delete",
+        positional=("key",),
     ),
     OpSpec(
         "thread.tree",
@@ -456,21 +558,13 @@ OPS: tuple[OpSpec, ...] = (
     ),
 )
 
-# In the contract but not served yet: answered with `unknown_op` until their OpSpec lands.
-RESERVED_OPS: tuple[str, ...] = (
-    "blackboard.get",
-    "blackboard.set",
-    "blackboard.list",
-    "blackboard.delete",
-)
-
 OPS_BY_NAME: dict[str, OpSpec] = {spec.name: spec for spec in OPS}
 
 ERROR_CODES: dict[str, str] = {
     "unauthorized": "missing or wrong `hello` (the connection is then closed)",
     "bad_request": "malformed frame or request, unknown/missing/mistyped param or one over its limit (named in the message)",
-    "unknown_op": "no such op (or one this daemon does not serve yet)",
-    "not_found": "no such thread",
+    "unknown_op": "no such op",
+    "not_found": "no such thread (or blackboard entry)",
     "conflict": "the change conflicts with the current state (e.g. a version mismatch)",
     "invalid_state": "not allowed in the thread's state (e.g. input to a killed thread)",
     "timeout": "the thread did not answer in time",

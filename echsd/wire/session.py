@@ -28,6 +28,7 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from echsd import __version__
+from echsd.blackboard.service import BlackboardService
 from echsd.errors import BadRequest, EchsError, Unauthorized, UnknownOp
 from echsd.logs import get_logger, register_secret
 from echsd.settings import Settings
@@ -35,11 +36,12 @@ from echsd.store import Store
 from echsd.threads.hub import EventHub
 from echsd.threads.service import ThreadService
 from echsd.wire import codec
+from echsd.wire.board_subscriptions import BoardSubscriptions
 from echsd.wire.codec import FrameError, RequestError
 from echsd.wire.outbox import Outbox
 from echsd.wire.peers import Peers
 from echsd.wire.params import ParamsError
-from echsd.wire.schema import OPS_BY_NAME, RESERVED_OPS, OpSpec
+from echsd.wire.schema import OPS_BY_NAME, OpSpec
 from echsd.wire.subscriptions import Subscriptions
 from echsd.wire.token import TokenError, read_token, token_matches
 
@@ -64,6 +66,7 @@ class WireContext:
     hub: EventHub
     store: Store
     settings: Settings
+    blackboard: BlackboardService
     peers: Peers = field(default_factory=Peers)
 
 
@@ -98,6 +101,8 @@ class Session:
         self.subscriptions = Subscriptions(
             context.service, context.hub, context.store, self.outbox, self._wake_writer, self._wait_event_room
         )
+        self.blackboard = context.blackboard
+        self.board_subscriptions = BoardSubscriptions(context.blackboard.board, self.outbox, self._wake_writer, self._wait_event_room)
         self._log = log.bind(connection=self.id, transport=transport)
 
     # -- the connection's life --------------------------------------------------------------
@@ -118,6 +123,7 @@ class Session:
             return code
         finally:
             self.subscriptions.close()
+            self.board_subscriptions.close()
             self._mark_closed()
             self._log.debug("connection closed", dropped_events=self.outbox.dropped, gaps=self.outbox.gaps)
 
@@ -296,8 +302,7 @@ class Session:
             return self._refuse(request.id, "the first request must be hello")
         spec = OPS_BY_NAME.get(request.op)
         if spec is None:
-            reason = "is not available in this daemon yet" if request.op in RESERVED_OPS else "does not exist"
-            unknown = UnknownOp(f"op {request.op!r} {reason}")
+            unknown = UnknownOp(f"op {request.op!r} does not exist")
             self._error(request.id, unknown.code, unknown.message)
             return True
         try:

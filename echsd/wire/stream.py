@@ -19,7 +19,7 @@ subscription on the same client, in flight while ours was made) has a seq at or 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import trio
 
@@ -41,7 +41,51 @@ def _span(event: dict[str, Any]) -> tuple[int, int]:
     return int(event["seq"]), int(event["seq"])
 
 
-class EventStream:
+class Subscribed:
+    """What the client's event streams share: a wakeup for the consumer, and closing
+    (unsubscribing if still connected; ``async with`` closes on exit)."""
+
+    _client: Client
+    _generation: int | None  # the client connection the stream is subscribed on
+    _closed: bool
+    _wakeup: trio.Event
+
+    def _wake(self) -> None:
+        self._wakeup.set()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    def _forget(self) -> None:
+        """Leave the client's table of streams."""
+        raise NotImplementedError
+
+    async def _unsubscribe(self) -> None:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Stop the stream and unsubscribe (if still connected)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._forget()
+        self._wake()
+        if self._generation is not None and self._generation == self._client.generation and self._client.connected:
+            with trio.move_on_after(5.0):
+                try:
+                    await self._unsubscribe()
+                except WireError:
+                    pass
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        with trio.CancelScope(shield=True):
+            await self.aclose()
+
+
+class EventStream(Subscribed):
     def __init__(self, client: Client, key: str, since: int, max_queued: int = MAX_QUEUED, reconnect: bool = True) -> None:
         self.key = key
         self._reconnect = reconnect
@@ -75,16 +119,10 @@ class EventStream:
         for thread_id, (first, last) in spans.items():
             self._queue.append(gap_envelope(thread_id, first, last, "backpressure"))
 
-    def _wake(self) -> None:
-        self._wakeup.set()
-
     # -- consumed -------------------------------------------------------------------------
 
     def position(self, thread_id: str) -> int:
         return self.cursor.get(thread_id, self.since)
-
-    def __aiter__(self) -> EventStream:
-        return self
 
     async def __anext__(self) -> dict[str, Any]:
         while True:
@@ -156,23 +194,8 @@ class EventStream:
 
     # -- closing --------------------------------------------------------------------------
 
-    async def aclose(self) -> None:
-        """Stop the stream and unsubscribe (if still connected)."""
-        if self._closed:
-            return
-        self._closed = True
+    def _forget(self) -> None:
         self._client._forget_stream(self)
-        self._wake()
-        if self._generation is not None and self._generation == self._client.generation and self._client.connected:
-            with trio.move_on_after(5.0):
-                try:
-                    await self._client.unsubscribe(self.key)
-                except WireError:
-                    pass
 
-    async def __aenter__(self) -> EventStream:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        with trio.CancelScope(shield=True):
-            await self.aclose()
+    async def _unsubscribe(self) -> None:
+        await self._client.unsubscribe(self.key)

@@ -100,7 +100,7 @@ async def test_errors_map_to_codes(client: Client) -> None:
     assert await code_of("thread.create", {"cwd": "relative/path"}) == "bad_request"
     assert await code_of("thread.create", {"colour": "red"}) == "bad_request"
     assert await code_of("no.such.op", {}) == "unknown_op"
-    assert await code_of("blackboard.get", {"key": "k"}) == "unknown_op"
+    assert await code_of("blackboard.get", {"key": "k"}) == "not_found"
     assert await code_of("hello", {"protocol": 1, "token": "x"}) == "bad_request"  # already authenticated
     assert (await client.status())["threads"]["total"] == 0  # the connection is still fine
 
