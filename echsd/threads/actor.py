@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable, Mapping
 
 import trio
 
+from echsd.blackboard.thread_api import ThreadBlackboard
 from echsd.codex import ModelError
 from echsd.errors import Conflict, EchsError, Internal, UpstreamError
 from echsd.logs import get_logger
@@ -60,7 +61,7 @@ class ThreadActor:
             self._emit,
             services.catalog,
         )
-        self.caps = ThreadCapabilities(sessions=self.sessions, plan=_Plan(self), agents=agents)
+        self.caps = ThreadCapabilities(sessions=self.sessions, plan=_Plan(self), agents=agents, blackboard=ThreadBlackboard(services.blackboard, record.thread_id, record.core.parent, services.tree.call))
         self.parked: dict[str, list[tuple[Reply, Park]]] = {}  # turn id -> replies waiting for its end
         self._nursery: trio.Nursery | None = None
         self._receive_scope: trio.CancelScope | None = None

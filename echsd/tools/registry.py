@@ -12,6 +12,7 @@ from typing import Iterable, Mapping
 
 from echsd.tools.agents import AGENT_TOOLS
 from echsd.tools.apply_patch import ApplyPatchTool
+from echsd.tools.blackboard import BLACKBOARD_TOOLS
 from echsd.tools.base import Tool
 from echsd.tools.exec_command import ExecCommand
 from echsd.tools.grep_files import GrepFiles
@@ -23,7 +24,7 @@ from echsd.tools.write_stdin import WriteStdin
 
 
 def builtin_tools() -> dict[str, Tool]:
-    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile(), ListDir(), GrepFiles(), ViewImage(), UpdatePlan(), *AGENT_TOOLS]
+    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile(), ListDir(), GrepFiles(), ViewImage(), UpdatePlan(), *AGENT_TOOLS, *BLACKBOARD_TOOLS]
     return {tool.spec.name: tool for tool in tools}
 
 
