@@ -33,6 +33,7 @@ VERBS = {
     "approvals": "echsd.cli.echs_approvals:approvals",
     "approve": "echsd.cli.echs_approvals:approve",
     "deny": "echsd.cli.echs_approvals:deny",
+    "bb": "echsd.cli.echs_bb:bb",
 }
 
 

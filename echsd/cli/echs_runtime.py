@@ -198,3 +198,22 @@ def echo_json(value: Any) -> None:
 def echo_json_line(value: Any) -> None:
     """One line of a JSON Lines stream (flushed, so pipes see it at once)."""
     click.echo(dumps(value))
+
+
+async def until_signalled(body: Callable[[], Awaitable[None]]) -> None:
+    """Run ``body`` until it returns or SIGINT/SIGTERM arrives (then return quietly: a
+    follow verb stopped with Ctrl-C exits 0)."""
+    import signal
+
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def stop_on_signal() -> None:
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+
+            nursery.start_soon(stop_on_signal)
+            await body()
+            nursery.cancel_scope.cancel()

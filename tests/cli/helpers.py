@@ -137,6 +137,31 @@ async def wait_event(
     raise AssertionError("event stream ended")
 
 
+class LineReader:
+    """A streaming ``echs`` subprocess (``events --follow``, ``bb watch``): its JSON Lines,
+    parsed as they arrive."""
+
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+        self.lines: list[dict[str, Any]] = []
+        self._changed = trio.Event()
+
+    async def read(self) -> None:
+        assert self.process.stdout is not None
+        buffer = b""
+        while chunk := await self.process.stdout.receive_some(65536):
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            self.lines.extend(json.loads(line) for line in lines if line.strip())
+            self._changed.set()
+            self._changed = trio.Event()
+
+    async def wait_until(self, predicate: Callable[[list[dict[str, Any]]], bool]) -> None:
+        with trio.fail_after(WAIT_S):
+            while not predicate(self.lines):
+                await self._changed.wait()
+
+
 def of_type(kind: str, **data: Any) -> Callable[[dict[str, Any]], bool]:
     return lambda e: e["event"] == kind and all((e.get("data") or {}).get(k) == v for k, v in data.items())
 

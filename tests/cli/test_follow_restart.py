@@ -13,35 +13,23 @@ from pathlib import Path
 
 import trio
 
-from tests.cli.helpers import ECHS, WAIT_S, Serve, clean_env, echs, gate_command, json_lines, new_thread
+from tests.cli.helpers import ECHS, WAIT_S, LineReader, Serve, clean_env, echs, gate_command, json_lines, new_thread
 from tests.helpers import mock_directive
 
 
-class Follower:
+class Follower(LineReader):
     """``echs events ID --follow --json`` with its output parsed as it arrives."""
 
-    def __init__(self, process: trio.Process) -> None:
-        self.process = process
-        self.events: list[dict] = []
-        self._changed = trio.Event()
-
-    async def read(self) -> None:
-        assert self.process.stdout is not None
-        buffer = b""
-        while chunk := await self.process.stdout.receive_some(65536):
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            self.events.extend(json.loads(line) for line in lines if line.strip())
-            self._changed.set()
-            self._changed = trio.Event()
+    @property
+    def events(self) -> list[dict]:
+        return self.lines
 
     async def wait_for(self, kind: str, count: int = 1, **data: object) -> dict:
-        with trio.fail_after(WAIT_S):
-            while True:
-                found = [e for e in self.events if e["event"] == kind and all(e["data"].get(k) == v for k, v in data.items())]
-                if len(found) >= count:
-                    return found[count - 1]
-                await self._changed.wait()
+        def found(lines: list[dict]) -> list[dict]:
+            return [e for e in lines if e["event"] == kind and all(e["data"].get(k) == v for k, v in data.items())]
+
+        await self.wait_until(lambda lines: len(found(lines)) >= count)
+        return found(self.lines)[count - 1]
 
 
 async def test_follow_survives_restart_without_gap_or_repeat(tmp_path: Path) -> None:
