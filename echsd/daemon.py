@@ -92,15 +92,18 @@ class Daemon:
                     idle_timeout_s=settings.tuning.stream_idle_timeout_s,
                 )
                 tuning = settings.tuning
-                board = self.blackboard = Blackboard(store, max_value_bytes=tuning.blackboard_max_value_bytes, log_keep=tuning.blackboard_log_keep)
+                board = Blackboard(store, max_value_bytes=tuning.blackboard_max_value_bytes, log_keep=tuning.blackboard_log_keep)
+                self.blackboard = board
                 await board.load()
                 tools = builtin_tools() | {tool.spec.name: tool for tool in self.extra_tools}
-                supervisor = Supervisor(store, client, tools, tuning, default_model=settings.model, blackboard=board, agent_types=settings.agent_types)
+                supervisor = Supervisor(
+                    store, client, tools, tuning, default_model=settings.model, blackboard=board, agent_types=settings.agent_types
+                )
                 await supervisor.load()
                 await root.start(supervisor.run)
                 self.service = ThreadService(supervisor, settings)
-                wire = WireContext(self.service, self.hub, store, settings, BlackboardService(board, tuning.max_message_bytes // 2), self.peers)
-                await root.start(server.serve, wire)
+                boards = BlackboardService(board, page_bytes=tuning.max_message_bytes // 2)
+                await root.start(server.serve, WireContext(self.service, self.hub, store, settings, boards, self.peers))
                 await root.start(app_server.serve, self.service, self.hub)
                 if handle_signals:
                     root.start_soon(self._watch_signals)

@@ -108,6 +108,7 @@ class Blackboard:
 
     async def _write(self, key: Any, decide: Callable[[BoardCore, float], Write]) -> BlackboardRow:
         writer = self._store.writer
+        await trio.lowlevel.checkpoint()  # a refused write (conflict) must yield too: no busy retry loop
         for _attempt in range(MAX_ATTEMPTS):
             await writer.wait_room()
             write = decide(self.core, time.time())  # no checkpoint from the decision to the submission

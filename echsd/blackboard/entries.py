@@ -11,6 +11,7 @@ here loads the daemon.
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 MAX_KEY_BYTES = 512
 DEFAULT_MAX_VALUE_BYTES = 1024 * 1024
 EVENT = "blackboard.changed"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def key_problem(key: Any, *, empty: bool = False) -> str | None:
@@ -38,7 +40,7 @@ def key_problem(key: Any, *, empty: bool = False) -> str | None:
         return "not valid text (it holds a lone surrogate)"
     if size > MAX_KEY_BYTES:
         return f"{size:,} bytes long; the limit is {MAX_KEY_BYTES} bytes"
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in key):
+    if _CONTROL.search(key):
         return "holding control characters"
     return None
 

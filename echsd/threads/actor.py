@@ -61,7 +61,12 @@ class ThreadActor:
             self._emit,
             services.catalog,
         )
-        self.caps = ThreadCapabilities(sessions=self.sessions, plan=_Plan(self), agents=agents, blackboard=ThreadBlackboard(services.blackboard, record.thread_id, record.core.parent, services.tree.call))
+        self.caps = ThreadCapabilities(
+            sessions=self.sessions,
+            plan=_Plan(self),
+            agents=agents,
+            blackboard=ThreadBlackboard(services.blackboard, record.thread_id, record.core.parent, services.tree.call),
+        )
         self.parked: dict[str, list[tuple[Reply, Park]]] = {}  # turn id -> replies waiting for its end
         self._nursery: trio.Nursery | None = None
         self._receive_scope: trio.CancelScope | None = None

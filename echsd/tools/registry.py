@@ -24,7 +24,9 @@ from echsd.tools.write_stdin import WriteStdin
 
 
 def builtin_tools() -> dict[str, Tool]:
-    tools: list[Tool] = [ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile(), ListDir(), GrepFiles(), ViewImage(), UpdatePlan(), *AGENT_TOOLS, *BLACKBOARD_TOOLS]
+    tools: list[Tool] = [
+        ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile(), ListDir(), GrepFiles(), ViewImage(), UpdatePlan(), *AGENT_TOOLS, *BLACKBOARD_TOOLS
+    ]
     return {tool.spec.name: tool for tool in tools}
 
 

@@ -87,7 +87,8 @@ class BoardSubscriptions:
         for change in held:
             self._push(prefix, change)
         self._wake_writer()
-        return {"thread_id": None, "blackboard": prefix, "since": since, "replayed": replayed + len(held), "last_seq": self.follow.position(prefix)}
+        replayed += len(held)
+        return {"thread_id": None, "blackboard": prefix, "since": since, "replayed": replayed, "last_seq": self.follow.position(prefix)}
 
     async def _replay(self, prefix: str) -> int:
         """Send the logged changes under ``prefix`` above its cursor; the number sent."""

@@ -253,7 +253,9 @@ class Client(RequestHelpers):
         if self._streams.get(stream.key) is stream:
             del self._streams[stream.key]
 
-    def blackboard_events(self, prefix: str = "", since: int | None = None, *, max_queued: int = MAX_QUEUED, reconnect: bool = True) -> BoardEventStream:
+    def blackboard_events(
+        self, prefix: str = "", since: int | None = None, *, max_queued: int = MAX_QUEUED, reconnect: bool = True
+    ) -> BoardEventStream:
         """The blackboard's changes (``blackboard.changed``) to keys under ``prefix``: with
         ``since``, every logged change after that blackboard seq first; then live ones.
 

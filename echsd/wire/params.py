@@ -151,7 +151,9 @@ OFFSET = Kind("integer >= 0", lambda v: _is_int(v) and v >= 0, _range(0, MAX_SEQ
 THREAD_ID = Kind("thread id", lambda v: isinstance(v, str) and bool(v), _name_problem)
 THREAD_OR_ALL = Kind('thread id or "*"', lambda v: isinstance(v, str) and bool(v), _name_problem)
 BB_KEY = Kind(f"non-empty string of at most {MAX_KEY_BYTES} bytes", lambda v: isinstance(v, str) and bool(v), key_problem)
-BB_PREFIX = Kind(f"string of at most {MAX_KEY_BYTES} bytes (may be empty)", lambda v: isinstance(v, str), lambda v: key_problem(v, empty=True))
+BB_PREFIX = Kind(
+    f"string of at most {MAX_KEY_BYTES} bytes (may be empty)", lambda v: isinstance(v, str), lambda v: key_problem(v, empty=True)
+)
 JSON = Kind("any JSON value", lambda v: True)  # what JSON is (and how big) the blackboard checks
 TOOLS = Kind(
     f'list of at most {MAX_TOOLS} names, or a string like "+name,-name"',

@@ -391,7 +391,12 @@ OPS: tuple[OpSpec, ...] = (
         (
             Param("thread_id", THREAD_OR_ALL, "a thread id, or `*` for every thread"),
             Param("blackboard", BB_PREFIX, "instead of `thread_id`: a key prefix (`\"\"`: every key); streams `blackboard.changed`"),
-            Param("since", SEQ, "replay stored events (or blackboard changes) with `seq > since` first; omitted: live ones only; beyond the last seq: `bad_request`"),
+            Param(
+                "since",
+                SEQ,
+                "replay stored events (or blackboard changes) with `seq > since` first; omitted: live ones only; "
+                "beyond the last seq: `bad_request`",
+            ),
         ),
         "`{thread_id, since, replayed, last_seq}`; for the blackboard `{thread_id: null, blackboard, since, replayed, last_seq}`",
         {"thread_id": _TID, "since": 0},
@@ -439,7 +444,13 @@ OPS: tuple[OpSpec, ...] = (
         "Writes a JSON value at a key; with `if_version`, only if the key is at that version (compare-and-set).",
         (
             _key(),
-            Param("value", JSON, "the value (JSON, `null` too), at most `[tuning] blackboard_max_value_bytes` (1 MiB) as JSON", required=True, nullable=True),
+            Param(
+                "value",
+                JSON,
+                "the value (JSON, `null` too), at most `[tuning] blackboard_max_value_bytes` (1 MiB) as JSON",
+                required=True,
+                nullable=True,
+            ),
             _IF_VERSION,
         ),
         _ENTRY_OBJECT + " as written (`writer` null: a client)",
