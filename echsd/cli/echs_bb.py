@@ -53,7 +53,9 @@ def parse_value(text: str) -> Any:
 
 @click.group()
 def bb() -> None:
-    """The blackboard: one global keyspace of JSON values shared by threads and clients."""
+    """Read, write and watch the shared blackboard.
+
+    One global keyspace of JSON values shared by threads and clients."""
 
 
 @bb.command("get")
