@@ -12,6 +12,10 @@ an ``item/.../requestApproval`` with our own id; the client's answer goes to
 approval ends some other way (another client, a timeout, an interrupt) the client is told
 with ``serverRequest/resolved``.
 
+Threads this connection started with ``thread/start`` and never used are deleted when the
+client leaves (``presence``), unless another client watches them; a connection ended by
+the daemon's shutdown deletes nothing.
+
 Nothing a client sends can take the daemon down: a handler's bug becomes an ``-32603``
 answer, logged with its traceback.
 """
@@ -31,6 +35,7 @@ from echsd.appserver.feed import ThreadFeed
 from echsd.appserver.ids import thread_id_of
 from echsd.appserver.framing import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RpcError
 from echsd.appserver.outbox import DROPPABLE, Outbox
+from echsd.appserver.presence import PROBE_EVENTS, Presence, untouched
 from echsd.appserver.translate import ApprovalEnded, AskApproval, Notify, Out
 from echsd.errors import EchsError, NotFound
 from echsd.logs import get_logger
@@ -71,6 +76,7 @@ class AppContext:
     hub: EventHub
     settings: Settings
     methods: dict[str, Handler]
+    presence: Presence = field(default_factory=Presence)
 
 
 @dataclass
@@ -94,6 +100,7 @@ class Connection:
         self.initialized = False
         self.opted_out: frozenset[str] = frozenset()
         self.feeds: dict[str, ThreadFeed] = {}
+        self.started: list[str] = []  # threads this connection created (thread/start)
         self.client_ids: dict[str, str] = {}  # input id -> the client's message id
         self.outbox = Outbox()
         self._attaching: dict[str, trio.Event] = {}
@@ -107,17 +114,34 @@ class Connection:
 
     async def run(self) -> None:
         self._log.info("app-server client connected")
+        presence = self.context.presence
+        presence.joined(self.id)
         try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                nursery.start_soon(self._write_frames, nursery.cancel_scope)
-                await self._read_frames(nursery)
-                nursery.cancel_scope.cancel()
+            try:
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    nursery.start_soon(self._write_frames, nursery.cancel_scope)
+                    await self._read_frames(nursery)
+                    nursery.cancel_scope.cancel()
+            finally:
+                for thread_id in list(self.feeds):
+                    self.detach(thread_id)
+                self._log.info("app-server client left", dropped_deltas=self.outbox.dropped)
+            for thread_id in self.started:  # not when the daemon stops: that is no leaving
+                await self._drop_if_unused(thread_id)
         finally:
-            for feed in self.feeds.values():
-                feed.close()
-            self.feeds.clear()
-            self._log.info("app-server client left", dropped_deltas=self.outbox.dropped)
+            presence.left(self.id)
+
+    async def _drop_if_unused(self, thread_id: str) -> None:
+        """Delete a thread this client started and left without ever using it."""
+        if self.context.presence.watched(thread_id):
+            return  # another client has it open
+        try:
+            if untouched(await self.service.events(thread_id, 0, PROBE_EVENTS)):
+                await self.service.delete(thread_id)
+                self._log.info("deleted a thread the client started and never used", thread_id=thread_id)
+        except EchsError as exc:  # gone already, or running after all
+            self._log.info("kept a thread the client started", thread_id=thread_id, reason=exc.message)
 
     async def _read_frames(self, nursery: trio.Nursery) -> None:
         slots = trio.Semaphore(MAX_IN_FLIGHT)
@@ -233,6 +257,7 @@ class Connection:
             feed = ThreadFeed(thread_id, self.service, self.context.hub, self.deliver, self.client_ids, self._context_window)
             await feed.start()
             self.feeds[thread_id] = feed
+            self.context.presence.watch(thread_id, self.id)
             return feed
         finally:
             del self._attaching[thread_id]
@@ -243,6 +268,7 @@ class Connection:
         if feed is None:
             return False
         feed.close()
+        self.context.presence.unwatch(thread_id, self.id)
         for request_id, asked in list(self._asked.items()):
             if asked.thread_id == thread_id:
                 del self._asked[request_id]

@@ -33,6 +33,7 @@ class AppServer(WireServer):
     def __init__(self, settings: Settings, admission: Admission | None = None) -> None:
         """``admission``: the native wire's, so both listeners share the descriptor budget."""
         super().__init__(replace(settings, listen=settings.app_server), admission=admission)
+        self.context: AppContext | None = None  # set by serve
 
     @property
     def urls(self) -> list[str]:
@@ -41,7 +42,8 @@ class AppServer(WireServer):
 
     async def serve(self, service: ThreadService, hub: EventHub, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:  # type: ignore[override]
         """Accept clients until ``stop_accepting``; connections live until cancelled."""
-        await super().serve(AppContext(service, hub, self.settings, METHODS), task_status=task_status)  # type: ignore[arg-type]
+        self.context = AppContext(service, hub, self.settings, METHODS)
+        await super().serve(self.context, task_status=task_status)  # type: ignore[arg-type]
 
     async def _handshake_and_serve(
         self, context: Any, transport: str, stream: trio.SocketStream, nursery: trio.Nursery, ticket: Ticket

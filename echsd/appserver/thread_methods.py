@@ -68,6 +68,7 @@ async def thread_start(conn: Connection, request: Request) -> Reply:
         create["approval"] = approval
     created = await conn.service.create(**create)
     thread_id = created["thread_id"]
+    conn.started.append(thread_id)
     feed = await conn.attach(thread_id)
     thread = shapes.thread_object(created, provider=_provider(conn), status=feed.translator.status)
     return Reply(shapes.session(thread, created, _provider(conn)), then=[("thread/started", {"thread": thread})])

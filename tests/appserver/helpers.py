@@ -39,6 +39,14 @@ async def start_daemon(nursery: trio.Nursery, state_dir: Path, base_url: str | N
     return daemon
 
 
+async def eventually(condition: Callable[[], object], timeout: float = WAIT_S) -> None:
+    """Poll ``condition`` until it holds: for what the daemon signals to nobody (a thread
+    deleted when a client left)."""
+    with trio.fail_after(timeout):
+        while not condition():
+            await trio.sleep(0.01)
+
+
 def tcp_port(daemon: Any) -> int:
     url = next(u for u in daemon.app_server.urls if u.startswith("ws://"))
     return int(url.rsplit(":", 1)[1])

@@ -1,0 +1,64 @@
+"""Connections come and go: threads a client started and never used are deleted when it
+leaves (unless someone else has them open)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from echsd.errors import NotFound
+from tests.appserver.helpers import app_client, eventually
+from tests.helpers import Watch
+
+
+def presence(appd: Any) -> Any:
+    return appd.app_server.context.presence
+
+
+def exists(appd: Any, thread_id: str) -> bool:
+    try:
+        appd.service.get(thread_id)
+    except NotFound:
+        return False
+    return True
+
+
+async def test_a_thread_started_and_never_used_goes_when_its_client_leaves(appd: Any) -> None:
+    async with app_client(appd) as client:
+        await client.initialize()
+        unused = (await client.start_thread())["thread"]["name"]
+        used = (await client.start_thread())["thread"]
+        await client.run_turn(used["id"], "keep me")
+        await client.notification("turn/completed")
+        assert exists(appd, unused)
+    await eventually(lambda: not exists(appd, unused))
+    assert exists(appd, used["name"])
+    async with app_client(appd) as again:  # what `codex --remote ... resume thr_...` does
+        await again.initialize()
+        resumed = await again.call("thread/resume", {"threadId": used["name"], "excludeTurns": True})
+        assert resumed["thread"]["id"] == used["id"]
+        [turn] = (await again.call("thread/turns/list", {"threadId": used["id"], "itemsView": "full"}))["data"]
+        assert turn["items"][0]["content"][0]["text"] == "keep me"
+
+
+async def test_a_thread_someone_else_has_open_stays(appd: Any) -> None:
+    async with app_client(appd) as watcher:
+        await watcher.initialize()
+        async with app_client(appd) as starter:
+            await starter.initialize()
+            thread = (await starter.start_thread())["thread"]
+            await watcher.call("thread/resume", {"threadId": thread["id"], "excludeTurns": True})
+        await eventually(lambda: len(presence(appd).connections) == 1)  # the starter is gone
+        assert exists(appd, thread["name"])
+    await eventually(lambda: not presence(appd).connections)
+    assert exists(appd, thread["name"])  # the watcher never started it
+
+
+async def test_a_thread_used_through_echs_stays(appd: Any) -> None:
+    async with app_client(appd) as client:
+        await client.initialize()
+        thread = (await client.start_thread())["thread"]["name"]
+        async with Watch(appd, thread) as watch:
+            await appd.service.send(thread, "from echs")
+            await watch.wait_type("turn.completed")
+    await eventually(lambda: not presence(appd).connections)
+    assert exists(appd, thread)
