@@ -1,8 +1,11 @@
 """One app-server client connection: the IO shell around the framing and the method table.
 
-Three tasks: the reader decodes frames and starts one task per request (the TUI sends
+Four tasks: the reader decodes frames and starts one task per request (the TUI sends
 many at once and waits on each, so a slow ``turn/start`` must not hold up ``model/list``);
-the writer drains the ``Outbox``; the requests' own tasks answer when done. Notifications
+the writer drains the ``Outbox``; the heartbeat pings every ``[tuning] heartbeat_s`` and
+closes a connection whose pong does not come back within ``MISSED_PINGS`` heartbeats (as
+the native wire does: a half-open peer must not keep its feeds forever); the requests'
+own tasks answer when done. Notifications
 come from the connection's ``ThreadFeed``s (hub callbacks, synchronous) straight into the
 outbox, in event order.
 
@@ -42,6 +45,7 @@ from echsd.logs import get_logger
 from echsd.settings import Settings
 from echsd.threads.hub import EventHub
 from echsd.threads.service import ThreadService
+from echsd.wire.session import MISSED_PINGS
 
 log = get_logger(__name__)
 
@@ -121,6 +125,8 @@ class Connection:
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
                     nursery.start_soon(self._write_frames, nursery.cancel_scope)
+                    if self.settings.tuning.heartbeat_s > 0:
+                        nursery.start_soon(self._heartbeat, nursery.cancel_scope)
                     await self._read_frames(nursery)
                     nursery.cancel_scope.cancel()
             finally:
@@ -174,6 +180,20 @@ class Connection:
                     continue
                 for frame in self.outbox.take():
                     await self.ws.send_message(frame)
+        except ConnectionClosed:
+            scope.cancel()
+
+    async def _heartbeat(self, scope: trio.CancelScope) -> None:
+        interval = self.settings.tuning.heartbeat_s
+        try:
+            while True:
+                await trio.sleep(interval)
+                with trio.move_on_after(interval * MISSED_PINGS) as waiting:
+                    await self.ws.ping()
+                if waiting.cancelled_caught:
+                    self._log.info("no pong from the app-server client; closing the connection")
+                    scope.cancel()
+                    return
         except ConnectionClosed:
             scope.cancel()
 

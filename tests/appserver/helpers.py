@@ -16,6 +16,8 @@ from typing import Any, AsyncIterator, Callable
 
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_stream
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, CloseConnection, Ping, Request as WsRequest, TextMessage
 
 from tests.appserver.protocol_schema import ProtocolViolation, check_server_message
 from tests.helpers import make_settings
@@ -23,11 +25,14 @@ from tests.helpers import make_settings
 WAIT_S = 15.0
 
 
-async def start_daemon(nursery: trio.Nursery, state_dir: Path, base_url: str | None) -> Any:
+async def start_daemon(nursery: trio.Nursery, state_dir: Path, base_url: str | None, *, tuning: dict[str, Any] | None = None) -> Any:
     """An in-process daemon with app-server listeners on ``<state>/app/app.sock`` and TCP."""
     from echsd.daemon import Daemon
 
     state_dir.mkdir(parents=True, exist_ok=True)
+    if tuning:
+        lines = ["[tuning]", *(f"{key} = {value!r}" for key, value in tuning.items())]
+        (state_dir / "config.toml").write_text("\n".join(lines) + "\n")
     settings = make_settings(
         state_dir,
         base_url,
@@ -207,3 +212,50 @@ async def app_client(daemon: Any, transport: str = "unix", *, headers: list[tupl
                 await ws.aclose()
             nursery.cancel_scope.cancel()
         assert not client.violations, "\n\n".join(client.violations)
+
+
+class HalfOpenClient:
+    """A client that never answers a ping (it reads frames but sends no pong): a peer
+    whose machine went away without closing, as the heartbeat sees it."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.ws = WSConnection(ConnectionType.CLIENT)
+        self.pings = 0
+
+    async def open(self) -> None:
+        await self.stream.send_all(self.ws.send(WsRequest(host="localhost", target="/rpc")))
+        await self._until(lambda event: isinstance(event, AcceptConnection))
+
+    async def call(self, request_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        message = json.dumps({"id": request_id, "method": method, "params": params})
+        await self.stream.send_all(self.ws.send(TextMessage(data=message)))
+        answer = await self._until(lambda event: isinstance(event, TextMessage) and json.loads(event.data).get("id") == request_id)
+        return json.loads(answer.data)  # type: ignore[no-any-return]
+
+    async def closed_by_server(self) -> None:
+        """Read (and answer nothing) until the daemon closes the connection."""
+        try:
+            await self._until(lambda event: isinstance(event, CloseConnection))
+        except EOFError:
+            pass
+
+    async def _until(self, wanted: Callable[[Any], bool]) -> Any:
+        while True:
+            for event in self.ws.events():
+                self.pings += isinstance(event, Ping)
+                if wanted(event):
+                    return event
+            data = await self.stream.receive_some(65536)
+            if not data:
+                raise EOFError("the daemon closed the socket")
+            self.ws.receive_data(data)
+
+
+@asynccontextmanager
+async def half_open_client(daemon: Any) -> AsyncIterator[HalfOpenClient]:
+    stream = await trio.open_unix_socket(str(daemon.settings.state_dir / "app" / "app.sock"))
+    async with stream:
+        client = HalfOpenClient(stream)
+        await client.open()
+        yield client

@@ -1,12 +1,14 @@
 """Connections come and go: threads a client started and never used are deleted when it
-leaves (unless someone else has them open)."""
+leaves (unless someone else has them open); a peer that stops answering pings is dropped."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import trio
+
 from echsd.errors import NotFound
-from tests.appserver.helpers import app_client, eventually
+from tests.appserver.helpers import app_client, eventually, half_open_client, start_daemon
 from tests.helpers import Watch
 
 
@@ -62,3 +64,22 @@ async def test_a_thread_used_through_echs_stays(appd: Any) -> None:
             await watch.wait_type("turn.completed")
     await eventually(lambda: not presence(appd).connections)
     assert exists(appd, thread)
+
+
+async def test_a_peer_that_answers_no_ping_is_dropped(tmp_path: Any, mock_upstream: Any, nursery: Any) -> None:
+    daemon = await start_daemon(nursery, tmp_path / "state", mock_upstream.base_url, tuning={"heartbeat_s": 0.2})
+    async with half_open_client(daemon) as dead, app_client(daemon) as healthy:
+        await healthy.initialize()
+        await dead.call(1, "initialize", {"clientInfo": {"name": "codex-tui", "version": "0.169.0"}})
+        started = await dead.call(2, "thread/start", {})
+        thread = started["result"]["thread"]["name"]
+        assert presence(daemon).watched(thread)
+        with trio.fail_after(15):
+            await dead.closed_by_server()
+        assert dead.pings >= 1
+        await eventually(lambda: not exists(daemon, thread))  # it left without using its thread
+        assert not presence(daemon).watched(thread)
+        assert (await healthy.call("account/read", {}))["account"] is None  # a client that pongs stays
+        daemon.request_stop()  # before the client closes: trio-websocket cannot pong while closing
+        with trio.fail_after(15):
+            await daemon.wait_stopped()
