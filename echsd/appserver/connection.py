@@ -80,6 +80,7 @@ class AppContext:
     hub: EventHub
     settings: Settings
     methods: dict[str, Handler]
+    boot_ms: int = 0  # when the daemon started: exec sessions older than that are over
     presence: Presence = field(default_factory=Presence)
 
 
@@ -274,7 +275,7 @@ class Connection:
             await starting.wait()
         self._attaching[thread_id] = done = trio.Event()
         try:
-            feed = ThreadFeed(thread_id, self.service, self.context.hub, self.deliver, self.client_ids, self._context_window)
+            feed = ThreadFeed(thread_id, self.context, self.deliver, self.client_ids, self._context_window)
             await feed.start()
             self.feeds[thread_id] = feed
             self.context.presence.watch(thread_id, self.id)

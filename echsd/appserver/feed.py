@@ -15,14 +15,16 @@ Two small services for ``turn/start`` and ``turn/steer``: ``hold`` keeps events 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from echsd.appserver.stored import stored_pages
 from echsd.appserver.translate import Out, ThreadTranslator
 from echsd.events import Event
 from echsd.logs import get_logger
-from echsd.threads.hub import EventHub, Listening
-from echsd.threads.service import ThreadService
+from echsd.threads.hub import Listening
+
+if TYPE_CHECKING:
+    from echsd.appserver.connection import AppContext
 
 log = get_logger(__name__)
 
@@ -34,16 +36,15 @@ class ThreadFeed:
     def __init__(
         self,
         thread_id: str,
-        service: ThreadService,
-        hub: EventHub,
+        context: AppContext,
         sink: Callable[[list[Out]], None],
         client_ids: Mapping[str, str],
         context_window: Callable[[str], int | None],
     ) -> None:
         self.thread_id = thread_id
-        self.service = service
-        self.hub = hub
-        self.translator = ThreadTranslator(thread_id, client_ids=client_ids, context_window=context_window)
+        self.service = context.service
+        self.hub = context.hub
+        self.translator = ThreadTranslator(thread_id, client_ids=client_ids, context_window=context_window, boot_ms=context.boot_ms)
         self._sink = sink
         self._listening: Listening | None = None
         self._early: list[Event] | None = None  # live events that arrived during the replay

@@ -5,6 +5,11 @@ described from their ``tool.started`` event, when the call runs: ``exec_command`
 a ``commandExecution`` item (and a shell ``apply_patch <<EOF`` a ``fileChange``, as Codex
 intercepts it), ``apply_patch`` a ``fileChange`` whose changes are read from the patch,
 ``view_image`` an ``imageView``, and any other tool a ``dynamicToolCall``.
+
+A command still running when ``exec_command`` returns (an exec session, Codex's unified
+exec) keeps its item in progress, marked with its ``processId`` and the source
+``unifiedExecStartup``; ``write_stdin`` output adds to it, and it completes when the
+process exits or is killed (see ``sessions``).
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from echsd.tools.apply_patch.parser import parse_patch
 from echsd.tools.apply_patch.shell import recognise_shell_patch
 
 OUTPUT_MARKER = "\nOutput:\n"  # exec_command's result text: status lines, then the output
-SHOWN_OTHERWISE = frozenset({"update_plan"})
+SHOWN_OTHERWISE = frozenset({"update_plan", "write_stdin"})  # a plan update; a session's interaction
+SESSION_OUTPUT_CHARS = 64 * 1024  # of a session's output, its item keeps the last this many
 
 
 def user_message(item_id: str, item: dict[str, Any], client_id: str | None = None) -> dict[str, Any]:
@@ -83,21 +89,34 @@ class ToolCall:
     exit_code: int | None = None
     output: str | None = None
     duration_ms: int | None = None
+    process_id: str | None = None  # the exec session, once the call returned with one running
+    source: str = "agent"
 
     def finish(self, data: dict[str, Any]) -> None:
-        """Apply ``tool.completed``: status, exit code, output, duration."""
+        """Apply ``tool.completed``: status, exit code, output, duration; a command left
+        running in a session stays in progress (``process_id`` says which)."""
+        self.output = output_of(data)
+        if self.kind == "commandExecution" and isinstance(data.get("session_id"), int):
+            self.process_id, self.source = str(data["session_id"]), "unifiedExecStartup"
+            return
         if data.get("approval") in ("deny", "timeout"):
             self.status = "declined"
         else:
             self.status = "completed" if data.get("ok") else "failed"
         exit_code = data.get("exit_code")
         self.exit_code = exit_code if isinstance(exit_code, int) else None
-        output = data.get("output")
-        if isinstance(output, str):
-            head, marker, body = output.partition(OUTPUT_MARKER)
-            self.output = body if marker else output
         duration = data.get("duration_ms")
         self.duration_ms = int(duration) if isinstance(duration, (int, float)) else None
+
+    def add_output(self, text: str | None) -> None:
+        """More output of a session's command (what a ``write_stdin`` call returned)."""
+        if text:
+            self.output = ((self.output or "") + text)[-SESSION_OUTPUT_CHARS:]
+
+    def end(self, exit_code: int | None, duration_ms: int) -> None:
+        """A session's command is over: exited (``exit_code``), or killed (None)."""
+        self.status = "completed" if exit_code == 0 else "failed"
+        self.exit_code, self.duration_ms = exit_code, duration_ms
 
     def abandon(self) -> None:
         """The turn ended while the call ran (interrupt, error)."""
@@ -118,6 +137,8 @@ class ToolCall:
                 "aggregatedOutput": self.output,
                 "exitCode": self.exit_code,
                 "durationMs": self.duration_ms,
+                "processId": self.process_id,
+                "source": self.source,
             }
         if self.kind == "fileChange":
             return {"type": "fileChange", "id": self.call_id, "changes": self.changes, "status": self.status}
@@ -134,9 +155,19 @@ class ToolCall:
         }
 
 
+def output_of(data: dict[str, Any]) -> str | None:
+    """The output of a ``tool.completed`` without exec's status lines."""
+    output = data.get("output")
+    if not isinstance(output, str):
+        return None
+    head, marker, body = output.partition(OUTPUT_MARKER)
+    return body if marker else output
+
+
 def tool_call(call_id: str, name: str, arguments: Any, cwd: str) -> ToolCall | None:
     """Describe a call from its ``tool.started`` event (``cwd``: the thread's); None for a
-    call that is shown otherwise (``update_plan``: as ``turn/plan/updated``)."""
+    call that is shown otherwise (``update_plan``: as ``turn/plan/updated``; ``write_stdin``:
+    as its session's interaction)."""
     if name in SHOWN_OTHERWISE:
         return None
     args = arguments if isinstance(arguments, dict) else {}

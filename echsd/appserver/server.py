@@ -9,6 +9,7 @@ loopback unless ``--allow-remote``). What differs is what happens once a client 
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -42,7 +43,8 @@ class AppServer(WireServer):
 
     async def serve(self, service: ThreadService, hub: EventHub, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:  # type: ignore[override]
         """Accept clients until ``stop_accepting``; connections live until cancelled."""
-        self.context = AppContext(service, hub, self.settings, METHODS)
+        boot_ms = int((time.time() - (time.monotonic() - service.started)) * 1000)
+        self.context = AppContext(service, hub, self.settings, METHODS, boot_ms)
         await super().serve(self.context, task_status=task_status)  # type: ignore[arg-type]
 
     async def _handshake_and_serve(

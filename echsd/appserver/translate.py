@@ -16,8 +16,9 @@ Mapping (echsd event -> protocol):
   whose id is the input id (and ``clientId`` the client's message id, when it sent it);
 - ``turn.delta`` -> ``agentMessage`` item started, ``item/agentMessage/delta``; the
   assistant message's ``item.completed`` completes it (reasoning likewise);
-- ``tool.started`` / ``tool.output`` / ``tool.completed`` -> the call's item (see
-  ``items.tool_call``) started, ``item/commandExecution/outputDelta``, completed;
+- ``tool.started`` / ``tool.output`` / ``tool.completed`` -> the call's item started,
+  ``item/commandExecution/outputDelta``, completed (see ``calls``: commands and their exec
+  sessions, patches, images);
 - ``approval.requested`` / ``approval.resolved`` -> an approval request to send / one
   to withdraw (``serverRequest/resolved``), with the thread status's approval flag;
 - ``turn.usage`` -> ``thread/tokenUsage/updated`` (``last``: the turn, ``total``: the
@@ -33,37 +34,14 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from echsd.appserver import items, shapes
+from echsd.appserver.calls import CallEvents
 from echsd.appserver.ids import thread_uuid
+from echsd.appserver.outs import ApprovalEnded, AskApproval, Notify, Out
+from echsd.appserver.sessions import Sessions
 from echsd.appserver.turns import USAGE_FIELDS, Entry, TurnView, status_object, usage_breakdown
 
 TURN_END_STATUS = {"turn.completed": "completed", "turn.interrupted": "interrupted", "turn.error": "failed"}
 PLAN_STATUS = {"pending": "pending", "in_progress": "inProgress", "completed": "completed"}
-
-
-@dataclass(frozen=True)
-class Notify:
-    method: str
-    params: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class AskApproval:
-    """Send this approval request; ``approval_id`` is echsd's request id."""
-
-    approval_id: str
-    method: str
-    params: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ApprovalEnded:
-    """echsd's approval ``approval_id`` was answered (by anyone), timed out or cancelled."""
-
-    approval_id: str
-    decision: str
-
-
-Out = Notify | AskApproval | ApprovalEnded
 
 
 @dataclass
@@ -74,7 +52,7 @@ class _Streaming:
     started_ms: int
 
 
-class ThreadTranslator:
+class ThreadTranslator(CallEvents):
     def __init__(
         self,
         thread_id: str,
@@ -82,7 +60,9 @@ class ThreadTranslator:
         keep_turns: bool = False,
         client_ids: Mapping[str, str] | None = None,
         context_window: Callable[[str], int | None] | None = None,
+        boot_ms: int = 0,
     ) -> None:
+        """``boot_ms``: when this daemon started (exec sessions do not outlive a daemon)."""
         self.thread_id = thread_id
         self.uuid = thread_uuid(thread_id)
         self.keep_turns = keep_turns
@@ -90,6 +70,7 @@ class ThreadTranslator:
         self._context_window = context_window
         self.turns: list[TurnView] = []
         self.turn: TurnView | None = None
+        self.last_turn: TurnView | None = None  # the running turn, else the one that ran last
         self.state = "idle"
         self.cwd = ""
         self.model = ""
@@ -99,8 +80,7 @@ class ThreadTranslator:
         self.first_user_text: str | None = None
         self._delivered: deque[str] = deque()  # input ids whose user message comes next
         self._streaming: dict[str, _Streaming] = {}  # agentMessage / reasoning items being streamed
-        self._calls: dict[str, items.ToolCall] = {}
-        self._call_started: dict[str, int] = {}
+        self.calls_init(Sessions(boot_ms))
 
     # -- the one entry point ----------------------------------------------------------------
 
@@ -116,7 +96,8 @@ class ThreadTranslator:
             return []
         data = event.get("data")
         ms = int(float(event.get("ts") or 0.0) * 1000)
-        return handler(self, data if isinstance(data, dict) else {}, ms, seq if isinstance(seq, int) else 0)
+        out = self.sessions_of_earlier_daemons(ms)
+        return out + handler(self, data if isinstance(data, dict) else {}, ms, seq if isinstance(seq, int) else 0)
 
     @property
     def status(self) -> dict[str, Any]:
@@ -144,10 +125,11 @@ class ThreadTranslator:
 
     def _thread_state(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
         state = str(data.get("state") or "idle")
+        out = self.end_sessions(self.sessions.end_all(), ms) if state in ("paused", "killed") else []
         if state == self.state:
-            return []
+            return out
         self.state = state
-        return [self._status_changed()]
+        return [*out, self._status_changed()]
 
     def _status_changed(self) -> Notify:
         return Notify("thread/status/changed", {"threadId": self.uuid, "status": self.status})
@@ -156,7 +138,7 @@ class ThreadTranslator:
 
     def _turn_started(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
         out = self._close_turn("interrupted", None, ms)  # a turn left open (a crash): close it
-        self.turn = TurnView(str(data.get("turn_id")), ms / 1000)
+        self.turn = self.last_turn = TurnView(str(data.get("turn_id")), ms / 1000)
         if self.keep_turns:
             self.turns.append(self.turn)
         self._delivered.clear()
@@ -167,11 +149,9 @@ class ThreadTranslator:
         turn = self.turn
         if turn is None:
             return []
-        out: list[Out] = []
-        for call in self._calls.values():
-            call.abandon()
-            out.append(self._completed(call.item(), self._call_started.get(call.call_id, ms), ms))
-        self._calls.clear()
+        out = self.abandon_calls(ms)
+        if status == "interrupted":  # its exec sessions were killed with it
+            out += self.end_sessions(self.sessions.end_turn(turn.id), ms)
         self._streaming.clear()
         if error is not None:
             out.append(Notify("error", {"threadId": self.uuid, "turnId": turn.id, "error": error, "willRetry": False}))
@@ -260,43 +240,29 @@ class ThreadTranslator:
         out.append(Notify(method, {**self._ids(), "itemId": item_id, "delta": str(data.get("delta", "")), **extra}))
         return out
 
-    def _tool_started(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        if self.turn is None:
-            return []
-        call = items.tool_call(str(data.get("call_id")), str(data.get("name")), data.get("arguments"), self.cwd)
-        if call is None:
-            return []
-        self._calls[call.call_id] = call
-        self._call_started[call.call_id] = ms
-        return [self._started(call.item(), ms)]
+    def _started(self, item: dict[str, Any], ms: int, turn: TurnView | None = None) -> Notify:
+        return Notify("item/started", {"item": item, **self._ids(turn), "startedAtMs": ms})
 
-    def _tool_output(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        call = self._calls.get(str(data.get("call_id")))
-        if call is None or call.kind != "commandExecution" or self.turn is None:
-            return []
-        params = {**self._ids(), "itemId": call.call_id, "delta": str(data.get("chunk", ""))}
-        return [Notify("item/commandExecution/outputDelta", params)]
+    def _completed(self, item: dict[str, Any], started_ms: int, ms: int, turn: TurnView | None = None) -> Notify:
+        self._keep(item, started_ms, ms, turn)
+        return Notify("item/completed", {"item": item, **self._ids(turn), "completedAtMs": ms})
 
-    def _tool_completed(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        call_id = str(data.get("call_id"))
-        call = self._calls.pop(call_id, None)
-        if call is None or self.turn is None:
-            return []
-        call.finish(data)
-        return [self._completed(call.item(), self._call_started.pop(call_id, ms), ms)]
+    def _keep(self, item: dict[str, Any], started_ms: int, ms: int, turn: TurnView | None = None) -> Entry | None:
+        """Add a finished item to its turn (the running one unless given): every item when
+        the history is kept, else only the last agent message (a turn's summary)."""
+        turn = turn or self.turn
+        if turn is None or not (self.keep_turns or item["type"] == "agentMessage"):
+            return None
+        entry = Entry(item, started_ms, ms)
+        if self.keep_turns:
+            turn.entries.append(entry)
+        else:
+            turn.entries[:] = [entry]
+        return entry
 
-    def _started(self, item: dict[str, Any], ms: int) -> Notify:
-        return Notify("item/started", {"item": item, **self._ids(), "startedAtMs": ms})
-
-    def _completed(self, item: dict[str, Any], started_ms: int, ms: int) -> Notify:
-        if self.turn is not None and self.keep_turns:
-            self.turn.entries.append(Entry(item, started_ms, ms))
-        elif self.turn is not None and item["type"] == "agentMessage":
-            self.turn.entries[:] = [Entry(item, started_ms, ms)]  # only the summary is needed live
-        return Notify("item/completed", {"item": item, **self._ids(), "completedAtMs": ms})
-
-    def _ids(self) -> dict[str, str]:
-        return {"threadId": self.uuid, "turnId": self.turn.id if self.turn is not None else ""}
+    def _ids(self, turn: TurnView | None = None) -> dict[str, str]:
+        turn = turn or self.turn
+        return {"threadId": self.uuid, "turnId": turn.id if turn is not None else ""}
 
     # -- approvals ---------------------------------------------------------------------------
 
@@ -306,7 +272,7 @@ class ThreadTranslator:
         return [self._ask(approval_id, data), self._status_changed()]
 
     def _ask(self, approval_id: str, data: dict[str, Any]) -> AskApproval:
-        call = self._calls.get(str(data.get("call_id")))
+        call = self.calls.get(str(data.get("call_id")))
         ms = int(float(data.get("requested_at") or 0) * 1000)
         return AskApproval(approval_id, *approval_request(self.uuid, data, call, self.cwd, ms))
 
@@ -323,7 +289,7 @@ class ThreadTranslator:
 
 
 def approval_request(
-    thread_uuid: str, data: Mapping[str, Any], call: items.ToolCall | None, cwd: str, ms: int
+    thread_uuid: str, data: Mapping[str, Any], call: Any, cwd: str, ms: int
 ) -> tuple[str, dict[str, Any]]:
     """The server request (method, params) asking a client to decide an echsd approval."""
     base = {
@@ -335,7 +301,7 @@ def approval_request(
     summary = str(data.get("summary") or data.get("tool") or "")
     if call is not None and call.kind == "fileChange":
         return "item/fileChange/requestApproval", {**base, "reason": summary}
-    if call is not None and call.kind == "commandExecution":
+    if isinstance(call, items.ToolCall) and call.kind == "commandExecution":
         command, script, where = call.command, call.script, call.cwd
     else:
         command, script, where = summary, summary, cwd
@@ -384,9 +350,9 @@ _HANDLERS: dict[str, Callable[[ThreadTranslator, dict[str, Any], int, int], list
     "item.completed": ThreadTranslator._item_completed,
     "turn.delta": lambda self, data, ms, seq: self._delta("agentMessage", data, ms, seq),
     "turn.reasoning_delta": lambda self, data, ms, seq: self._delta("reasoning", data, ms, seq),
-    "tool.started": ThreadTranslator._tool_started,
-    "tool.output": ThreadTranslator._tool_output,
-    "tool.completed": ThreadTranslator._tool_completed,
+    "tool.started": ThreadTranslator.tool_started,
+    "tool.output": ThreadTranslator.tool_output,
+    "tool.completed": ThreadTranslator.tool_completed,
     "approval.requested": ThreadTranslator._approval_requested,
     "approval.resolved": ThreadTranslator._approval_resolved,
     **{event: _make_turn_end(status) for event, status in TURN_END_STATUS.items()},

@@ -1,0 +1,132 @@
+"""Tool calls and exec sessions, for ``ThreadTranslator`` (sans-IO).
+
+A call becomes an item when it starts (``tool.started``: ``items.tool_call``), streams
+its output (``tool.output``) and completes with its result (``tool.completed``), in the
+turn that runs it. An ``exec_command`` whose command is still running when the call
+returns outlives that pattern: its item stays in progress, started again with the
+session as its ``processId`` (which tells the client a background terminal runs), until
+the session ends (``sessions``); a ``write_stdin`` into it is no item of its own but the
+session's ``terminalInteraction``, and its output goes to the session's item.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from echsd.appserver import items
+from echsd.appserver.outs import Notify, Out
+from echsd.appserver.sessions import Session, Sessions, exit_of
+
+if TYPE_CHECKING:
+    from echsd.appserver.translate import ThreadTranslator
+
+
+
+class CallEvents:
+    """The tool-call handlers of ``ThreadTranslator`` (a mixin: it shares its state)."""
+
+    def calls_init(self, sessions: Sessions) -> None:
+        self.sessions = sessions
+        self.calls: dict[str, items.ToolCall] = {}
+        self._call_started: dict[str, int] = {}
+
+    def tool_started(self: ThreadTranslator, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        if self.turn is None:
+            return []
+        call_id, name, arguments = str(data.get("call_id")), str(data.get("name")), data.get("arguments")
+        if name == "write_stdin":
+            return self._typing(call_id, arguments)
+        call = items.tool_call(call_id, name, arguments, self.cwd)
+        if call is None:
+            return []
+        self.calls[call_id] = call
+        self._call_started[call_id] = ms
+        return [self._started(call.item(), ms)]
+
+    def tool_output(self: ThreadTranslator, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        if self.turn is None:
+            return []
+        call_id = str(data.get("call_id"))
+        call = self.calls.get(call_id)
+        if call is not None and call.kind == "commandExecution":
+            item_id = call_id
+        else:
+            session = self.sessions.typed_into(call_id)
+            if session is None:
+                return []
+            item_id = session.call.call_id
+        params = {**self._ids(), "itemId": item_id, "delta": str(data.get("chunk", ""))}
+        return [Notify("item/commandExecution/outputDelta", params)]
+
+    def tool_completed(self: ThreadTranslator, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        call_id = str(data.get("call_id"))
+        typed_into = self.sessions.typed(call_id)
+        if typed_into is not None:
+            return self._typed(typed_into, data, ms)
+        call = self.calls.pop(call_id, None)
+        started = self._call_started.pop(call_id, ms)
+        if call is None or self.turn is None:
+            return []
+        call.finish(data)
+        if call.process_id is not None:
+            return self._session_opened(call, started, ms)
+        return [self._completed(call.item(), started, ms)]
+
+    def abandon_calls(self: ThreadTranslator, ms: int) -> list[Out]:
+        """The turn ended: the calls still running end with it."""
+        out: list[Out] = []
+        for call in self.calls.values():
+            call.abandon()
+            out.append(self._completed(call.item(), self._call_started.get(call.call_id, ms), ms))
+        self.calls.clear()
+        return out
+
+    # -- exec sessions ------------------------------------------------------------------------
+
+    def _session_opened(self: ThreadTranslator, call: items.ToolCall, started_ms: int, ms: int) -> list[Out]:
+        assert self.turn is not None and call.process_id is not None
+        entry = self._keep(call.item(), started_ms, ms)  # its place in the turn, in progress
+        self.sessions.open(Session(int(call.process_id), call, self.turn.id, started_ms, entry))
+        return [self._started(call.item(), ms)]
+
+    def _typing(self: ThreadTranslator, call_id: str, arguments: Any) -> list[Out]:
+        """A ``write_stdin`` call started: its session's terminal interaction."""
+        args = arguments if isinstance(arguments, dict) else {}
+        session_id = args.get("session_id")
+        if not isinstance(session_id, (int, float)) or isinstance(session_id, bool) or session_id != int(session_id):
+            return []
+        self.sessions.typing(call_id, int(session_id))
+        session = self.sessions.get(int(session_id))
+        chars = args.get("chars") if isinstance(args.get("chars"), str) else ""
+        params = {**self._ids(), "itemId": session.call.call_id if session else call_id, "processId": str(int(session_id)), "stdin": chars}
+        return [Notify("item/commandExecution/terminalInteraction", params)]
+
+    def _typed(self: ThreadTranslator, session_id: int, data: dict[str, Any], ms: int) -> list[Out]:
+        """A ``write_stdin`` call returned: its output, and maybe its session's end."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            return []
+        session.call.add_output(items.output_of(data))
+        over, exit_code = exit_of(data)
+        if not over:
+            if session.entry is not None:
+                session.entry.item = session.call.item()
+            return []
+        self.sessions.end(session_id)
+        return self.end_sessions([session], ms, exit_code)
+
+    def end_sessions(self: ThreadTranslator, ended: list[Session], ms: int, exit_code: int | None = None) -> list[Out]:
+        """Complete the items of sessions that ended (``exit_code`` None: killed)."""
+        out: list[Out] = []
+        for session in ended:
+            session.call.end(exit_code, max(ms - session.started_ms, 0))
+            item = session.call.item()
+            if session.entry is not None:
+                session.entry.item, session.entry.completed_ms = item, ms
+            out.append(Notify("item/completed", {"item": item, "threadId": self.uuid, "turnId": session.turn_id, "completedAtMs": ms}))
+        return out
+
+    def sessions_of_earlier_daemons(self: ThreadTranslator, ms: int) -> list[Out]:
+        if not self.sessions:
+            return []
+        return self.end_sessions(self.sessions.end_before_boot(ms), self.sessions.boot_ms)
