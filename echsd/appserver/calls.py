@@ -1,25 +1,33 @@
-"""Tool calls and exec sessions, for ``ThreadTranslator`` (sans-IO).
+"""Tool calls, exec sessions and sub-agents, for ``ThreadTranslator`` (sans-IO).
 
-A call becomes an item when it starts (``tool.started``: ``items.tool_call``), streams
-its output (``tool.output``) and completes with its result (``tool.completed``), in the
-turn that runs it. An ``exec_command`` whose command is still running when the call
-returns outlives that pattern: its item stays in progress, started again with the
-session as its ``processId`` (which tells the client a background terminal runs), until
-the session ends (``sessions``); a ``write_stdin`` into it is no item of its own but the
-session's ``terminalInteraction``, and its output goes to the session's item.
+A call becomes an item when it starts (``tool.started``: ``items.tool_call`` or
+``agents.agent_call``), streams its output (``tool.output``) and completes with its
+result (``tool.completed``), in the turn that runs it. Two kinds of call outlive that
+pattern:
+
+- an ``exec_command`` whose command is still running when the call returns: its item
+  stays in progress, started again with the session as its ``processId`` (which tells
+  the client a background terminal runs), until the session ends (``sessions``); a
+  ``write_stdin`` into it is no item of its own but the session's
+  ``terminalInteraction``, and its output goes to the session's item;
+- the sub-agent tools, ``collabAgentToolCall`` items; a child finishing a turn
+  (``subagent.completed``) is a ``subAgentActivity`` item of the running turn, or of the
+  last one when the parent is idle.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from echsd.appserver import items
+from echsd.appserver import agents, items
+from echsd.appserver.agents import AgentCall, Spawned
 from echsd.appserver.outs import Notify, Out
 from echsd.appserver.sessions import Session, Sessions, exit_of
 
 if TYPE_CHECKING:
     from echsd.appserver.translate import ThreadTranslator
 
+Call = items.ToolCall | AgentCall
 
 
 class CallEvents:
@@ -27,7 +35,8 @@ class CallEvents:
 
     def calls_init(self, sessions: Sessions) -> None:
         self.sessions = sessions
-        self.calls: dict[str, items.ToolCall] = {}
+        self.calls: dict[str, Call] = {}
+        self.agents: dict[str, Spawned] = {}  # children seen spawned, by thread id
         self._call_started: dict[str, int] = {}
 
     def tool_started(self: ThreadTranslator, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
@@ -36,7 +45,7 @@ class CallEvents:
         call_id, name, arguments = str(data.get("call_id")), str(data.get("name")), data.get("arguments")
         if name == "write_stdin":
             return self._typing(call_id, arguments)
-        call = items.tool_call(call_id, name, arguments, self.cwd)
+        call = agents.agent_call(call_id, name, arguments, self.uuid) or items.tool_call(call_id, name, arguments, self.cwd)
         if call is None:
             return []
         self.calls[call_id] = call
@@ -48,7 +57,7 @@ class CallEvents:
             return []
         call_id = str(data.get("call_id"))
         call = self.calls.get(call_id)
-        if call is not None and call.kind == "commandExecution":
+        if isinstance(call, items.ToolCall) and call.kind == "commandExecution":
             item_id = call_id
         else:
             session = self.sessions.typed_into(call_id)
@@ -67,9 +76,12 @@ class CallEvents:
         started = self._call_started.pop(call_id, ms)
         if call is None or self.turn is None:
             return []
-        call.finish(data)
-        if call.process_id is not None:
-            return self._session_opened(call, started, ms)
+        if isinstance(call, AgentCall):
+            call.finish(data, self.agents)
+        else:
+            call.finish(data)
+            if call.process_id is not None:
+                return self._session_opened(call, started, ms)
         return [self._completed(call.item(), started, ms)]
 
     def abandon_calls(self: ThreadTranslator, ms: int) -> list[Out]:
@@ -130,3 +142,16 @@ class CallEvents:
         if not self.sessions:
             return []
         return self.end_sessions(self.sessions.end_before_boot(ms), self.sessions.boot_ms)
+
+    # -- sub-agents ---------------------------------------------------------------------------
+
+    def subagent_spawned(self: ThreadTranslator, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        self.agents[str(data.get("agent_id"))] = agents.spawned(data)
+        return []
+
+    def subagent_completed(self: ThreadTranslator, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        turn = self.turn or self.last_turn
+        item = agents.activity(f"item-{seq}", data, self.agents.get(str(data.get("agent_id"))))
+        if turn is None or item is None:
+            return []
+        return [self._started(item, ms, turn), self._completed(item, ms, ms, turn)]

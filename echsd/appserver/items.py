@@ -4,7 +4,8 @@ Responses items (user and assistant messages, reasoning) map one to one. Tool ca
 described from their ``tool.started`` event, when the call runs: ``exec_command`` becomes
 a ``commandExecution`` item (and a shell ``apply_patch <<EOF`` a ``fileChange``, as Codex
 intercepts it), ``apply_patch`` a ``fileChange`` whose changes are read from the patch,
-``view_image`` an ``imageView``, and any other tool a ``dynamicToolCall``.
+``view_image`` an ``imageView``, the sub-agent tools ``collabAgentToolCall`` items (see
+``agents``), and any other tool a ``dynamicToolCall``.
 
 A command still running when ``exec_command`` returns (an exec session, Codex's unified
 exec) keeps its item in progress, marked with its ``processId`` and the source

@@ -72,7 +72,7 @@ def thread_object(
         "forkedFromId": None,
         "projectId": None,
         "agentNickname": None,
-        "agentRole": None,
+        "agentRole": thread.get("agent_type"),  # a sub-agent's type (spawn_agent)
         "gitInfo": None,
         "turns": turns or [],
     }

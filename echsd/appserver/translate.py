@@ -18,7 +18,8 @@ Mapping (echsd event -> protocol):
   assistant message's ``item.completed`` completes it (reasoning likewise);
 - ``tool.started`` / ``tool.output`` / ``tool.completed`` -> the call's item started,
   ``item/commandExecution/outputDelta``, completed (see ``calls``: commands and their exec
-  sessions, patches, images);
+  sessions, patches, images, sub-agent calls); ``subagent.completed`` -> a
+  ``subAgentActivity`` item;
 - ``approval.requested`` / ``approval.resolved`` -> an approval request to send / one
   to withdraw (``serverRequest/resolved``), with the thread status's approval flag;
 - ``turn.usage`` -> ``thread/tokenUsage/updated`` (``last``: the turn, ``total``: the
@@ -353,6 +354,8 @@ _HANDLERS: dict[str, Callable[[ThreadTranslator, dict[str, Any], int, int], list
     "tool.started": ThreadTranslator.tool_started,
     "tool.output": ThreadTranslator.tool_output,
     "tool.completed": ThreadTranslator.tool_completed,
+    "subagent.spawned": ThreadTranslator.subagent_spawned,
+    "subagent.completed": ThreadTranslator.subagent_completed,
     "approval.requested": ThreadTranslator._approval_requested,
     "approval.resolved": ThreadTranslator._approval_resolved,
     **{event: _make_turn_end(status) for event, status in TURN_END_STATUS.items()},

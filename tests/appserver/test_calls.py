@@ -1,12 +1,17 @@
-"""Exec sessions through the translator (sans-IO): a command left running is no finished
-item; typing into it is its terminal interaction; it ends as echsd ends it."""
+"""Exec sessions and sub-agents through the translator (sans-IO): a command left running
+is no finished item, and a sub-agent's spawn, messages, waits and end are collab items."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from echsd.appserver.ids import thread_uuid
 from echsd.appserver.outs import Notify, Out
-from tests.appserver.eventlog import Log, checked, created, methods, run
+from tests.appserver.eventlog import UUID, Log, checked, created, methods, run
+
+CHILD = "thr_00000000000000bb"
+OTHER = "thr_00000000000000cc"
 
 
 def running(session_id: int, output: str) -> dict[str, Any]:
@@ -118,3 +123,70 @@ def test_typing_into_a_session_gone_or_unknown() -> None:
     assert [(p["itemId"], p["processId"]) for p in notes(outs, "item/commandExecution/terminalInteraction")] == [("c1", "4242"), ("w2", "9")]
     assert [p["item"]["status"] for p in notes(outs, "item/completed") if p["item"]["id"] == "c1"] == ["failed"]  # gone
     assert not any(p["item"]["id"] in ("w1", "w2") for p in notes(outs, "item/started"))
+
+
+def agent_log() -> Log:
+    log = Log()
+    created(log)
+    log.turn()
+    log.add("tool.started", turn_id="turn_1", call_id="a1", name="spawn_agent", arguments={"message": "look around", "agent_type": "explorer"})
+    log.add("subagent.spawned", agent_id=CHILD, agent_type="explorer", config={"model": "gpt-5.4-mini", "reasoning": "low"})
+    log.add("tool.completed", turn_id="turn_1", call_id="a1", name="spawn_agent", ok=True, output=json.dumps({"agent_id": CHILD}))
+    return log
+
+
+def test_a_spawned_agent_is_a_collab_call() -> None:
+    _, outs = run(agent_log().events)
+    started, completed = (params["item"] for _, params in of_item(outs, "a1"))
+    assert started == {
+        "type": "collabAgentToolCall", "id": "a1", "tool": "spawnAgent", "status": "inProgress", "senderThreadId": UUID,
+        "receiverThreadIds": [], "prompt": "look around", "model": None, "reasoningEffort": None, "agentsStates": {},
+    }  # fmt: skip
+    assert completed == started | {
+        "status": "completed",
+        "receiverThreadIds": [thread_uuid(CHILD)],
+        "model": "gpt-5.4-mini",
+        "reasoningEffort": "low",
+        "agentsStates": {thread_uuid(CHILD): {"status": "running", "message": None}},
+    }
+
+
+def test_messages_waits_kills_and_lists() -> None:
+    log = agent_log()
+    calls = [
+        ("send_to_agent", {"agent_id": CHILD, "message": "more", "mode": "queue"}, {"agent_id": CHILD, "disposition": "queued"}),
+        ("wait_agents", {"agent_ids": [CHILD, OTHER]}, {"agents": [
+            {"agent_id": CHILD, "status": "completed", "final_message": "found it"},
+            {"agent_id": OTHER, "status": "error", "final_message": ""},
+        ], "timed_out": False}),
+        ("kill_agent", {"agent_id": CHILD}, {"agent_id": CHILD, "killed": [CHILD]}),
+        ("list_agents", {}, {"agents": [{"agent_id": CHILD, "status": "killed", "final_message": "found it"}]}),
+    ]  # fmt: skip
+    for number, (name, arguments, answer) in enumerate(calls):
+        log.add("tool.started", turn_id="turn_1", call_id=f"b{number}", name=name, arguments=arguments)
+        log.add("tool.completed", turn_id="turn_1", call_id=f"b{number}", name=name, ok=True, output=json.dumps(answer))
+    log.add("tool.started", turn_id="turn_1", call_id="b9", name="kill_agent", arguments={"agent_id": OTHER})
+    log.add("tool.completed", turn_id="turn_1", call_id="b9", name="kill_agent", ok=False, output=f"error: {OTHER!r} is not one of your agents")
+    _, outs = run(log.events)
+    done = {p["item"]["id"]: p["item"] for p in notes(outs, "item/completed") if p["item"]["type"] == "collabAgentToolCall"}
+    child, other = thread_uuid(CHILD), thread_uuid(OTHER)
+    assert (done["b0"]["tool"], done["b0"]["prompt"], done["b0"]["agentsStates"]) == ("sendInput", "more", {child: {"status": "running", "message": None}})
+    assert done["b1"]["tool"] == "wait" and done["b1"]["status"] == "failed" and done["b1"]["receiverThreadIds"] == [child, other]
+    assert done["b1"]["agentsStates"] == {child: {"status": "completed", "message": "found it"}, other: {"status": "errored", "message": None}}
+    assert (done["b2"]["tool"], done["b2"]["agentsStates"]) == ("closeAgent", {child: {"status": "shutdown", "message": None}})
+    assert (done["b3"]["tool"], done["b3"]["status"], done["b3"]["receiverThreadIds"]) == ("listAgents", "completed", [child])
+    assert (done["b9"]["status"], done["b9"]["receiverThreadIds"]) == ("failed", [other])
+
+
+def test_a_child_that_finishes_shows_in_the_parents_turn_or_its_last() -> None:
+    log = agent_log()
+    log.add("subagent.completed", agent_id=CHILD, turn_id="turn_c", status="completed", final_message="done")
+    log.add("turn.completed", turn_id="turn_1")
+    log.add("subagent.completed", agent_id=CHILD, turn_id="turn_d", status="interrupted", final_message="")
+    translator, outs = run(log.events, keep_turns=True)
+    activities = [(o.method, o.params["turnId"], o.params["item"]["kind"]) for o in outs if isinstance(o, Notify) and o.params.get("item", {}).get("type") == "subAgentActivity"]
+    assert activities == [("item/started", "turn_1", "completed"), ("item/completed", "turn_1", "completed")] + [
+        ("item/started", "turn_1", "interrupted"), ("item/completed", "turn_1", "interrupted")]  # fmt: skip
+    item = notes(outs, "item/completed")[-1]["item"]
+    assert item | {"id": "x"} == {"type": "subAgentActivity", "id": "x", "kind": "interrupted", "agentThreadId": thread_uuid(CHILD), "agentPath": CHILD, "model": "gpt-5.4-mini", "reasoningEffort": "low"}
+    assert [entry.item["type"] for entry in translator.turns[0].entries][-2:] == ["subAgentActivity", "subAgentActivity"]
