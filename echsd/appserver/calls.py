@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from echsd.appserver import agents, items
 from echsd.appserver.agents import AgentCall, Spawned
 from echsd.appserver.outs import Notify, Out
-from echsd.appserver.sessions import Session, Sessions, exit_of
+from echsd.appserver.sessions import Session, Sessions, exit_of, session_id_of
 
 if TYPE_CHECKING:
     from echsd.appserver.translate import ThreadTranslator
@@ -103,14 +103,13 @@ class CallEvents:
 
     def _typing(self: ThreadTranslator, call_id: str, arguments: Any) -> list[Out]:
         """A ``write_stdin`` call started: its session's terminal interaction."""
-        args = arguments if isinstance(arguments, dict) else {}
-        session_id = args.get("session_id")
-        if not isinstance(session_id, (int, float)) or isinstance(session_id, bool) or session_id != int(session_id):
+        session_id = session_id_of(arguments)
+        if session_id is None:
             return []
-        self.sessions.typing(call_id, int(session_id))
-        session = self.sessions.get(int(session_id))
-        chars = args.get("chars") if isinstance(args.get("chars"), str) else ""
-        params = {**self._ids(), "itemId": session.call.call_id if session else call_id, "processId": str(int(session_id)), "stdin": chars}
+        self.sessions.typing(call_id, session_id)
+        session = self.sessions.get(session_id)
+        chars = arguments.get("chars") if isinstance(arguments.get("chars"), str) else ""
+        params = {**self._ids(), "itemId": session.call.call_id if session else call_id, "processId": str(session_id), "stdin": chars}
         return [Notify("item/commandExecution/terminalInteraction", params)]
 
     def _typed(self: ThreadTranslator, session_id: int, data: dict[str, Any], ms: int) -> list[Out]:

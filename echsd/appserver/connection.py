@@ -275,7 +275,7 @@ class Connection:
             await starting.wait()
         self._attaching[thread_id] = done = trio.Event()
         try:
-            feed = ThreadFeed(thread_id, self.context, self.deliver, self.client_ids, self._context_window)
+            feed = ThreadFeed(thread_id, self.context, self.deliver, self.client_ids, self.context_window)
             await feed.start()
             self.feeds[thread_id] = feed
             self.context.presence.watch(thread_id, self.id)
@@ -301,7 +301,7 @@ class Connection:
             while len(self.client_ids) > REMEMBERED_CLIENT_IDS:
                 del self.client_ids[next(iter(self.client_ids))]
 
-    def _context_window(self, model: str) -> int | None:
+    def context_window(self, model: str) -> int | None:
         catalog = self.settings.catalog
         return catalog.get(model).context_window if catalog is not None else None
 

@@ -1,10 +1,13 @@
-"""One connection's view of one thread: its events replayed from the log, then live.
+"""One connection's view of one thread: its running turn replayed from the log, then live.
 
 The rule that loses nothing at the seam (as ``echsd.wire.subscriptions`` follows it):
 listen to the hub *first*, then read the stored events, and let the translator drop
 whatever it has seen by ``seq``. The replayed part only brings the translator up to date
-(the client reads the past with ``thread/read`` and friends); live events become
-notifications.
+(the client reads the past with ``thread/read`` and friends), so it is no more than the
+turn that runs now (its calls, approvals and inputs): the rest of the translator's state
+comes from the thread object (state, config, usage so far). Exec sessions an earlier turn
+left running are not known to it: typing into one shows as an interaction without its
+command. Live events become notifications.
 
 Two small services for ``turn/start`` and ``turn/steer``: ``hold`` keeps events back
 (untranslated) while a request is being answered (so the response comes before the
@@ -17,7 +20,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from echsd.appserver.stored import stored_pages
+from echsd.appserver.stored import Envelope, is_turn_start, scan_back, stored_pages
 from echsd.appserver.translate import Out, ThreadTranslator
 from echsd.events import Event
 from echsd.logs import get_logger
@@ -44,7 +47,9 @@ class ThreadFeed:
         self.thread_id = thread_id
         self.service = context.service
         self.hub = context.hub
-        self.translator = ThreadTranslator(thread_id, client_ids=client_ids, context_window=context_window, boot_ms=context.boot_ms)
+        self.translator = ThreadTranslator(
+            thread_id, client_ids=client_ids, context_window=context_window, usage_total=self._usage, boot_ms=context.boot_ms
+        )
         self._sink = sink
         self._listening: Listening | None = None
         self._early: list[Event] | None = None  # live events that arrived during the replay
@@ -54,11 +59,18 @@ class ThreadFeed:
         self._expected: dict[str, InputOutcome] = {}
 
     async def start(self) -> None:
-        """Listen, replay the log to catch up, then go live (pending approvals are asked)."""
+        """Listen, catch up from the thread object and its running turn, then go live
+        (pending approvals are asked)."""
         self._early = []
         self._listening = self.hub.listen(self.thread_id, self._on_live)
         try:
-            async for page in stored_pages(self.service, self.thread_id):
+            thread = self.service.get(self.thread_id)
+            self.translator.seed(thread)
+            running = thread.get("active_turn")
+            found = await scan_back(self.service, self.thread_id, self.translator.last_seq + 1, _start_of(running), 1) if running else []
+            if found:
+                self.translator.last_seq = found[0]["seq"] - 1
+            async for page in stored_pages(self.service, self.thread_id, after=self.translator.last_seq):
                 for envelope in page:
                     self._track(envelope)
                     self.translator.feed(envelope)
@@ -69,6 +81,10 @@ class ThreadFeed:
         self._sink(self._pending_asks())
         for event in early:
             self._process(event.envelope())
+
+    def _usage(self) -> Mapping[str, Any]:
+        usage: Mapping[str, Any] = self.service.get(self.thread_id).get("usage") or {}
+        return usage
 
     def close(self) -> None:
         if self._listening is not None:
@@ -155,3 +171,7 @@ class ThreadFeed:
         """Approvals still waiting when we caught up: ask this client too."""
         waiting = {approval["request_id"] for approval in self.service.approvals(self.thread_id)}
         return self.translator.pending_asks(waiting)
+
+
+def _start_of(turn_id: str) -> Callable[[Envelope], bool]:
+    return lambda envelope: is_turn_start(envelope) and (envelope.get("data") or {}).get("turn_id") == turn_id

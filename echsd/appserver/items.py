@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from echsd.tools.apply_patch.model import AddFile, DeleteFile, PatchError, UpdateFile
 from echsd.tools.apply_patch.parser import parse_patch
@@ -163,6 +163,27 @@ def output_of(data: dict[str, Any]) -> str | None:
         return None
     head, marker, body = output.partition(OUTPUT_MARKER)
     return body if marker else output
+
+
+def approval_request(
+    thread_uuid: str, data: Mapping[str, Any], call: Any, cwd: str, ms: int
+) -> tuple[str, dict[str, Any]]:
+    """The server request (method, params) asking a client to decide an echsd approval."""
+    base = {
+        "threadId": thread_uuid,
+        "turnId": str(data.get("turn_id") or ""),
+        "itemId": str(data.get("call_id") or ""),
+        "startedAtMs": ms,
+    }
+    summary = str(data.get("summary") or data.get("tool") or "")
+    if call is not None and call.kind == "fileChange":
+        return "item/fileChange/requestApproval", {**base, "reason": summary}
+    if isinstance(call, ToolCall) and call.kind == "commandExecution":
+        command, script, where = call.command, call.script, call.cwd
+    else:
+        command, script, where = summary, summary, cwd
+    params = {**base, "command": command, "cwd": where, "commandActions": [{"type": "unknown", "command": script}]}
+    return "item/commandExecution/requestApproval", params
 
 
 def tool_call(call_id: str, name: str, arguments: Any, cwd: str) -> ToolCall | None:

@@ -87,6 +87,14 @@ class Sessions:
         return [self._open.pop(s.session_id) for s in list(self._open.values()) if s.started_ms < self.boot_ms]
 
 
+def session_id_of(arguments: Any) -> int | None:
+    """The session a ``write_stdin`` call's arguments name."""
+    session_id = arguments.get("session_id") if isinstance(arguments, dict) else None
+    if not isinstance(session_id, (int, float)) or isinstance(session_id, bool) or session_id != int(session_id):
+        return None
+    return int(session_id)
+
+
 def exit_of(data: Mapping[str, Any]) -> tuple[bool, int | None]:
     """What a ``write_stdin`` ``tool.completed`` says of its session: (over, exit code).
     A killed command has no exit code."""

@@ -75,6 +75,7 @@ def thread_object(
         "agentRole": thread.get("agent_type"),  # a sub-agent's type (spawn_agent)
         "gitInfo": None,
         "turns": turns or [],
+        "historyMode": "paginated",  # clients page through thread/turns/list and thread/items/list
     }
 
 

@@ -1,10 +1,13 @@
 """``thread/*`` methods: echsd threads as app-server threads.
 
 ``thread/start`` creates an echsd thread; ``thread/resume`` attaches to any existing one
-(also one made with ``echs``); both make the connection watch it (its feed). ``thread/read``,
-``thread/turns/list`` and ``thread/items/list`` replay the thread's event log; the
-``thread/list`` entries carry each thread's ``thr_`` id as their name, which is what
-``codex --remote ADDR resume thr_...`` looks up.
+(also one made with ``echs``); both make the connection watch it (its feed), and a resume
+is followed by the thread's token usage so far, as Codex's server replays it.
+``thread/turns/list`` and ``thread/items/list`` read the log as far as their page needs
+(``history``: threads are ``paginated``, so the TUI asks for its last turns and items
+only); ``thread/read`` with ``includeTurns`` and ``thread/resume`` without
+``excludeTurns`` replay all of it. The ``thread/list`` entries carry each thread's
+``thr_`` id as their name, which is what ``codex --remote ADDR resume thr_...`` looks up.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from typing import Any
 from echsd.appserver import history, shapes
 from echsd.appserver.connection import Connection, Reply
 from echsd.appserver.framing import INVALID_PARAMS, INVALID_REQUEST, Request, RpcError
+from echsd.appserver.history import Past
 from echsd.appserver.ids import thread_id_of, thread_uuid
-from echsd.appserver.stored import stored_pages
+from echsd.appserver.stored import scan_back
 from echsd.appserver.translate import ThreadTranslator
-from echsd.appserver.turns import status_object
+from echsd.appserver.turns import status_object, usage_breakdown
 
 PREVIEW_EVENTS = 16  # the first user message of a thread is among its first few events
 PREVIEW_CHARS = 200
@@ -28,14 +32,6 @@ def thread_param(params: dict[str, Any], key: str = "threadId") -> str:
     if thread_id is None:
         raise RpcError(INVALID_PARAMS, f"{key} must name an echsd thread (its UUID or thr_ id), got {params.get(key)!r}")
     return thread_id
-
-
-async def replay(conn: Connection, thread_id: str) -> ThreadTranslator:
-    translator = ThreadTranslator(thread_id, keep_turns=True)
-    async for page in stored_pages(conn.service, thread_id):
-        for envelope in page:
-            translator.feed(envelope)
-    return translator
 
 
 async def preview_of(conn: Connection, thread_id: str) -> str:
@@ -74,14 +70,28 @@ async def thread_start(conn: Connection, request: Request) -> Reply:
     return Reply(shapes.session(thread, created, _provider(conn)), then=[("thread/started", {"thread": thread})])
 
 
-async def thread_resume(conn: Connection, request: Request) -> dict[str, Any]:
+async def thread_resume(conn: Connection, request: Request) -> Reply:
     thread_id = thread_param(request.params)
     echsd_thread = conn.service.get(thread_id)
     feed = await conn.attach(thread_id)
-    turns = [] if request.params.get("excludeTurns") else [turn.to_turn() for turn in (await replay(conn, thread_id)).turns]
-    preview = (feed.translator.first_user_text or "")[:PREVIEW_CHARS]
+    turns = [] if request.params.get("excludeTurns") else [turn.to_turn() for turn in (await Past(conn.context, thread_id).everything()).turns]
+    preview = await preview_of(conn, thread_id)
     thread = shapes.thread_object(echsd_thread, provider=_provider(conn), preview=preview, status=feed.translator.status, turns=turns)
-    return shapes.session(thread, echsd_thread, _provider(conn))
+    return Reply(shapes.session(thread, echsd_thread, _provider(conn)), then=await usage_so_far(conn, echsd_thread))
+
+
+async def usage_so_far(conn: Connection, thread: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``thread/tokenUsage/updated`` with the thread's usage so far (and its last turn's),
+    for a client that attaches to it; nothing for a thread that has used no tokens."""
+    total = usage_breakdown(thread.get("usage") or {})
+    if not total["totalTokens"]:
+        return []
+    thread_id = str(thread["thread_id"])
+    found = await scan_back(conn.service, thread_id, int(thread.get("last_seq") or 0) + 1, lambda e: e.get("event") == "turn.usage", 1)
+    data = found[0]["data"] if found else {}
+    model = str((thread.get("config") or {}).get("model") or "")
+    usage = {"total": total, "last": usage_breakdown(data), "modelContextWindow": conn.context_window(model) if model else None}
+    return [("thread/tokenUsage/updated", {"threadId": thread_uuid(thread_id), "turnId": str(data.get("turn_id") or ""), "tokenUsage": usage})]
 
 
 async def thread_read(conn: Connection, request: Request) -> dict[str, Any]:
@@ -89,7 +99,7 @@ async def thread_read(conn: Connection, request: Request) -> dict[str, Any]:
     thread_id = thread_param(request.params)
     echsd_thread = conn.service.get(thread_id)
     if request.params.get("includeTurns"):
-        past = await replay(conn, thread_id)
+        past = await Past(conn.context, thread_id).everything()
         preview, status, turns = (past.first_user_text or "")[:PREVIEW_CHARS], past.status, [t.to_turn() for t in past.turns]
     else:
         waiting = bool(conn.service.approvals(thread_id))
@@ -99,15 +109,11 @@ async def thread_read(conn: Connection, request: Request) -> dict[str, Any]:
 
 
 async def thread_turns_list(conn: Connection, request: Request) -> dict[str, Any]:
-    thread_id = thread_param(request.params)
-    conn.service.get(thread_id)
-    return history.turns_page((await replay(conn, thread_id)).turns, request.params)
+    return await Past(conn.context, thread_param(request.params)).turns_page(request.params)
 
 
 async def thread_items_list(conn: Connection, request: Request) -> dict[str, Any]:
-    thread_id = thread_param(request.params)
-    conn.service.get(thread_id)
-    return history.items_page((await replay(conn, thread_id)).turns, request.params)
+    return await Past(conn.context, thread_param(request.params)).items_page(request.params)
 
 
 async def thread_list(conn: Connection, request: Request) -> dict[str, Any]:

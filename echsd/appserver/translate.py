@@ -38,7 +38,7 @@ from echsd.appserver import items, shapes
 from echsd.appserver.calls import CallEvents
 from echsd.appserver.ids import thread_uuid
 from echsd.appserver.outs import ApprovalEnded, AskApproval, Notify, Out
-from echsd.appserver.sessions import Sessions
+from echsd.appserver.sessions import Sessions, session_id_of
 from echsd.appserver.turns import USAGE_FIELDS, Entry, TurnView, status_object, usage_breakdown
 
 TURN_END_STATUS = {"turn.completed": "completed", "turn.interrupted": "interrupted", "turn.error": "failed"}
@@ -61,14 +61,18 @@ class ThreadTranslator(CallEvents):
         keep_turns: bool = False,
         client_ids: Mapping[str, str] | None = None,
         context_window: Callable[[str], int | None] | None = None,
+        usage_total: Callable[[], Mapping[str, Any]] | None = None,
         boot_ms: int = 0,
     ) -> None:
-        """``boot_ms``: when this daemon started (exec sessions do not outlive a daemon)."""
+        """``usage_total``: the thread's usage so far (its object's ``usage``), for a
+        translator that has not seen every turn; else the turns' usage is summed.
+        ``boot_ms``: when this daemon started (exec sessions do not outlive a daemon)."""
         self.thread_id = thread_id
         self.uuid = thread_uuid(thread_id)
         self.keep_turns = keep_turns
         self.client_ids = client_ids if client_ids is not None else {}
         self._context_window = context_window
+        self._usage_total = usage_total
         self.turns: list[TurnView] = []
         self.turn: TurnView | None = None
         self.last_turn: TurnView | None = None  # the running turn, else the one that ran last
@@ -79,6 +83,7 @@ class ThreadTranslator(CallEvents):
         self.approvals: dict[str, dict[str, Any]] = {}  # pending: echsd id -> approval.requested data
         self.total = {name: 0 for name, _ in USAGE_FIELDS} | {"totalTokens": 0}
         self.first_user_text: str | None = None
+        self.cwd_moved_at: int | None = None  # the first seq at which the cwd changed
         self._delivered: deque[str] = deque()  # input ids whose user message comes next
         self._streaming: dict[str, _Streaming] = {}  # agentMessage / reasoning items being streamed
         self.calls_init(Sessions(boot_ms))
@@ -100,6 +105,36 @@ class ThreadTranslator(CallEvents):
         out = self.sessions_of_earlier_daemons(ms)
         return out + handler(self, data if isinstance(data, dict) else {}, ms, seq if isinstance(seq, int) else 0)
 
+    def seed(self, thread: Mapping[str, Any]) -> None:
+        """Start from an echsd thread object instead of the log's beginning: events up to
+        its ``last_seq`` are taken as seen."""
+        self._configure(thread.get("config"))
+        self.state = str(thread.get("state") or "idle")
+        self.last_seq = int(thread.get("last_seq") or 0)
+
+    def follow(self, event: Mapping[str, Any]) -> None:
+        """Read an event past the turns being replayed (``history``) only for what still
+        changes them: their exec sessions' ends, and the thread's cwd."""
+        kind, data = event.get("event"), event.get("data")
+        if not isinstance(data, dict) or not (self.sessions or kind == "thread.configured"):
+            return
+        seq, ms = int(event.get("seq") or 0), int(float(event.get("ts") or 0.0) * 1000)
+        self.sessions_of_earlier_daemons(ms)
+        if kind == "thread.configured":
+            self._thread_configured(data, ms, seq)
+        elif kind == "thread.state" and data.get("state") in ("paused", "killed"):
+            self.end_sessions(self.sessions.end_all(), ms)
+        elif kind == "tool.started" and data.get("name") == "write_stdin":
+            session_id = session_id_of(data.get("arguments"))
+            if session_id is not None:
+                self.sessions.typing(str(data.get("call_id")), session_id)
+        elif kind == "tool.completed":
+            self.tool_completed(data, ms, seq)
+
+    def settle(self) -> None:
+        """The log has been read to its end: sessions older than this daemon are over."""
+        self.sessions_of_earlier_daemons(self.sessions.boot_ms)
+
     @property
     def status(self) -> dict[str, Any]:
         return status_object(self.state, bool(self.approvals))
@@ -116,6 +151,8 @@ class ThreadTranslator(CallEvents):
         return []
 
     def _thread_configured(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        if "cwd" in (data.get("changed") or ()) and self.cwd_moved_at is None:
+            self.cwd_moved_at = seq
         self._configure(data.get("config"))
         return []
 
@@ -139,7 +176,7 @@ class ThreadTranslator(CallEvents):
 
     def _turn_started(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
         out = self._close_turn("interrupted", None, ms)  # a turn left open (a crash): close it
-        self.turn = self.last_turn = TurnView(str(data.get("turn_id")), ms / 1000)
+        self.turn = self.last_turn = TurnView(str(data.get("turn_id")), ms / 1000, seq, self.cwd)
         if self.keep_turns:
             self.turns.append(self.turn)
         self._delivered.clear()
@@ -171,6 +208,8 @@ class ThreadTranslator(CallEvents):
         last = usage_breakdown(data)
         for key, value in last.items():
             self.total[key] += value
+        if self._usage_total is not None:
+            self.total = usage_breakdown(self._usage_total())
         window = self._context_window(self.model) if self._context_window is not None and self.model else None
         usage = {"total": dict(self.total), "last": last, "modelContextWindow": window}
         turn_id = str(data.get("turn_id") or self.running_turn or "")
@@ -275,7 +314,7 @@ class ThreadTranslator(CallEvents):
     def _ask(self, approval_id: str, data: dict[str, Any]) -> AskApproval:
         call = self.calls.get(str(data.get("call_id")))
         ms = int(float(data.get("requested_at") or 0) * 1000)
-        return AskApproval(approval_id, *approval_request(self.uuid, data, call, self.cwd, ms))
+        return AskApproval(approval_id, *items.approval_request(self.uuid, data, call, self.cwd, ms))
 
     def pending_asks(self, still_waiting: set[str]) -> list[Out]:
         """Requests for the approvals seen pending that echsd still waits on (a client
@@ -287,27 +326,6 @@ class ThreadTranslator(CallEvents):
         if self.approvals.pop(approval_id, None) is None:
             return []
         return [ApprovalEnded(approval_id, str(data.get("decision"))), self._status_changed()]
-
-
-def approval_request(
-    thread_uuid: str, data: Mapping[str, Any], call: Any, cwd: str, ms: int
-) -> tuple[str, dict[str, Any]]:
-    """The server request (method, params) asking a client to decide an echsd approval."""
-    base = {
-        "threadId": thread_uuid,
-        "turnId": str(data.get("turn_id") or ""),
-        "itemId": str(data.get("call_id") or ""),
-        "startedAtMs": ms,
-    }
-    summary = str(data.get("summary") or data.get("tool") or "")
-    if call is not None and call.kind == "fileChange":
-        return "item/fileChange/requestApproval", {**base, "reason": summary}
-    if isinstance(call, items.ToolCall) and call.kind == "commandExecution":
-        command, script, where = call.command, call.script, call.cwd
-    else:
-        command, script, where = summary, summary, cwd
-    params = {**base, "command": command, "cwd": where, "commandActions": [{"type": "unknown", "command": script}]}
-    return "item/commandExecution/requestApproval", params
 
 
 # Streamed item kinds: how to build the item, the delta notification, its extra params.

@@ -27,6 +27,8 @@ class Entry:
 class TurnView:
     id: str
     started_at: float
+    seq: int = 0  # of its turn.started: where a replay of the turn begins
+    cwd: str = ""  # the thread's cwd when it started
     status: str = "inProgress"
     completed_at: float | None = None
     error: dict[str, Any] | None = None

@@ -79,19 +79,26 @@ async def test_pages_of_turns_and_items(client: AppClient, appd: Any, workdir: P
         turns.append(await client.run_turn(thread, text))
         await client.wait_for(lambda m: m.get("method") == "turn/completed" and m["params"]["turn"]["id"] == turns[-1])
     newest = await client.call("thread/turns/list", {"threadId": thread, "limit": 2})
-    assert [t["id"] for t in newest["data"]] == turns[:0:-1] and newest["nextCursor"] == "2"
+    assert [t["id"] for t in newest["data"]] == turns[:0:-1] and newest["nextCursor"]
     rest = await client.call("thread/turns/list", {"threadId": thread, "limit": 2, "cursor": newest["nextCursor"]})
     assert [t["id"] for t in rest["data"]] == turns[:1] and rest["nextCursor"] is None
-    oldest = await client.call("thread/turns/list", {"threadId": thread, "sortDirection": "asc", "itemsView": "notLoaded"})
-    assert [t["id"] for t in oldest["data"]] == turns and all(t["items"] == [] for t in oldest["data"])
+    oldest = await client.call("thread/turns/list", {"threadId": thread, "sortDirection": "asc", "itemsView": "notLoaded", "limit": 2})
+    assert [t["id"] for t in oldest["data"]] == turns[:2] and all(t["items"] == [] for t in oldest["data"])
+    later = await client.call("thread/turns/list", {"threadId": thread, "sortDirection": "asc", "cursor": oldest["nextCursor"]})
+    assert [t["id"] for t in later["data"]] == turns[2:] and later["nextCursor"] is None
     items = (await client.call("thread/items/list", {"threadId": thread, "sortDirection": "asc"}))["data"]
     assert [(e["turnId"], e["item"]["type"]) for e in items] == [(t, kind) for t in turns for kind in ("userMessage", "agentMessage")]
     second = await client.call("thread/items/list", {"threadId": thread, "turnId": turns[1], "sortDirection": "asc"})
     assert [e["item"]["type"] for e in second["data"]] == ["userMessage", "agentMessage"]
     after = await client.call("thread/items/list", {"threadId": thread, "sortDirection": "asc", "cursor": {"type": "item", "itemId": items[3]["item"]["id"]}})
     assert after["data"] == items[4:]
-    with pytest.raises(RpcFailed, match="cursor"):
-        await client.call("thread/items/list", {"threadId": thread, "cursor": "bogus"})
+    before = await client.call("thread/items/list", {"threadId": thread, "cursor": {"type": "item", "itemId": items[3]["item"]["id"]}})
+    assert before["data"] == items[2::-1]
+    for cursor in ("bogus", "ec1.e30", {"type": "turn"}):
+        with pytest.raises(RpcFailed, match="cursor"):
+            await client.call("thread/items/list", {"threadId": thread, "cursor": cursor})
+    with pytest.raises(RpcFailed, match="no turn"):
+        await client.call("thread/items/list", {"threadId": thread, "turnId": "turn_nope"})
 
 
 async def test_list_filters(client: AppClient, appd: Any, tmp_path: Path) -> None:

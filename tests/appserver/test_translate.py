@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from echsd.appserver import history, items
+from echsd.appserver import items
 from echsd.appserver.translate import ApprovalEnded, AskApproval, Notify
 from tests.appserver.eventlog import THREAD, UUID, Log, created, methods, run
 
@@ -125,10 +123,9 @@ def test_history_keeps_every_turn() -> None:
     for number in (1, 2):
         log.turn(f"turn_{number}", f"q{number}", f"in_{number}")
         log.add("turn.completed", turn_id=f"turn_{number}")
-    translator = history.replay(THREAD, log.events)
-    assert [turn.id for turn in translator.turns] == ["turn_1", "turn_2"]
-    page = history.items_page(translator.turns, {"sortDirection": "asc"})
-    assert [entry["item"]["id"] for entry in page["data"]] == ["in_1", "in_2"]
+    translator, _ = run(log.events, keep_turns=True)
+    assert [(turn.id, turn.seq) for turn in translator.turns] == [("turn_1", 2), ("turn_2", 7)]
+    assert [entry.item["id"] for turn in translator.turns for entry in turn.entries] == ["in_1", "in_2"]
 
 
 def test_patch_changes_name_every_file() -> None:
