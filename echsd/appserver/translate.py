@@ -24,8 +24,13 @@ Mapping (echsd event -> protocol):
   to withdraw (``serverRequest/resolved``), with the thread status's approval flag;
 - ``turn.usage`` -> ``thread/tokenUsage/updated`` (``last``: the turn, ``total``: the
   thread so far); ``turn.retry`` -> ``error`` with ``willRetry``; ``thread.compacted``
-  during a turn -> ``thread/compacted``; ``plan.updated`` -> ``turn/plan/updated``;
-  ``account.rate_limits`` -> ``account/rateLimits/updated``.
+  during a turn -> a ``contextCompaction`` item (the protocol's successor of
+  ``thread/compacted``); ``plan.updated`` -> ``turn/plan/updated``;
+  ``account.rate_limits`` -> ``account/rateLimits/updated``; ``turn.waiting`` ->
+  ``warning`` (the turn waits for a free sub-agent slot).
+
+Not shown, having no counterpart in the protocol: ``run.finished`` (an autonomous run's
+turns are shown as turns), ``history.pruned``, ``input.queued``.
 """
 
 from __future__ import annotations
@@ -231,7 +236,11 @@ class ThreadTranslator(CallEvents):
     def _compacted(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
         if self.turn is None:
             return []
-        return [Notify("thread/compacted", {"threadId": self.uuid, "turnId": self.turn.id})]
+        item = {"type": "contextCompaction", "id": f"item-{seq}"}
+        return [self._started(item, ms), self._completed(item, ms, ms)]
+
+    def _turn_waiting(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+        return [Notify("warning", {"threadId": self.uuid, "message": f"The turn waits: {data.get('reason') or 'no free slot'}"})]
 
     # -- items -------------------------------------------------------------------------------
 
@@ -362,6 +371,7 @@ _HANDLERS: dict[str, Callable[[ThreadTranslator, dict[str, Any], int, int], list
     "thread.compacted": ThreadTranslator._compacted,
     "plan.updated": ThreadTranslator._plan_updated,
     "account.rate_limits": ThreadTranslator._rate_limits,
+    "turn.waiting": ThreadTranslator._turn_waiting,
     "turn.started": ThreadTranslator._turn_started,
     "turn.retry": ThreadTranslator._turn_retry,
     "turn.usage": ThreadTranslator._turn_usage,

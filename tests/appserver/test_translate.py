@@ -155,3 +155,14 @@ def test_plans_rate_limits_and_images() -> None:
     snapshot = notes[1].params["rateLimits"]
     assert snapshot["primary"] == {"usedPercent": 42, "windowDurationMins": 300, "resetsAt": 1900000000} and snapshot["planType"] == "plus"
     assert notes[3].params["item"] == {"type": "imageView", "id": "c2", "path": "/w/shot.png"}
+
+
+def test_compaction_is_an_item_and_a_waiting_turn_a_warning() -> None:
+    log = Log()
+    log.add("turn.waiting", turn_id="turn_1", reason="4 sub-agent turns are running (max_running_subagents)")
+    log.turn()
+    log.add("thread.compacted", items_before=40, items_after=3, reason="auto")
+    _, outs = run(log.events)
+    assert outs[0] == Notify("warning", {"threadId": UUID, "message": "The turn waits: 4 sub-agent turns are running (max_running_subagents)"})
+    assert methods(outs)[-2:] == ["item/started", "item/completed"]
+    assert outs[-1].params["item"] == {"type": "contextCompaction", "id": "item-6"}  # type: ignore[union-attr]
