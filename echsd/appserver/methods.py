@@ -42,6 +42,17 @@ def model_list(conn: Connection, request: Request) -> dict[str, Any]:
     return {"data": shapes.model_list(conn.settings.catalog, conn.settings.model), "nextCursor": None}
 
 
+def rate_limits_read(conn: Connection, request: Request) -> dict[str, Any]:
+    """The account's rate limits as the endpoint last reported them (ChatGPT plans)."""
+    snapshot = conn.service.status().get("rate_limits") or {}
+    limits = [shapes.rate_limits(entry) for entry in snapshot.get("limits") or () if isinstance(entry, dict)]
+    if not limits:
+        raise RpcError(INVALID_REQUEST, "no rate limits known yet: the model endpoint reports them with its answers (ChatGPT plans only)")
+    by_id = {limit["limitId"]: limit for limit in limits if limit["limitId"]}
+    main = by_id.get("codex") or limits[0]
+    return {"rateLimits": main, "rateLimitsByLimitId": by_id or None}
+
+
 def config_read(conn: Connection, request: Request) -> dict[str, Any]:
     settings = conn.settings
     return shapes.config(settings.catalog, settings.model, settings.provider, bool(request.params.get("includeLayers")))
@@ -72,6 +83,7 @@ METHODS: dict[str, Handler] = {
     "initialize": initialize,
     "account/read": account_read,
     "model/list": model_list,
+    "account/rateLimits/read": rate_limits_read,
     "config/read": config_read,
     "configRequirements/read": config_requirements_read,
     "hooks/list": hooks_list,

@@ -17,7 +17,7 @@ from typing import Any
 from jsonschema import Draft7Validator
 
 SCHEMA_FILE = Path(__file__).parent / "schema" / "codex_app_server_protocol.schemas.json"
-RESPONSES_WITHOUT_PARAMS = {"configRequirements/read": "ConfigRequirementsReadResponse"}
+RESPONSES_WITHOUT_PARAMS = {"configRequirements/read": "ConfigRequirementsReadResponse", "account/rateLimits/read": "GetAccountRateLimitsResponse"}
 
 
 class ProtocolViolation(AssertionError):

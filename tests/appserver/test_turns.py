@@ -171,3 +171,15 @@ async def test_bad_input_gets_a_clear_error(client: AppClient) -> None:
     for params, message in cases:
         with pytest.raises(RpcFailed, match=message):
             await client.call("turn/start", params)
+
+
+async def test_rate_limits_are_sent_and_can_be_read(client: AppClient) -> None:
+    with pytest.raises(RpcFailed, match="no rate limits known yet"):
+        await client.call("account/rateLimits/read", {})
+    thread = (await client.start_thread())["thread"]["id"]
+    limits = {"primary": {"used_percent": 42, "window_minutes": 300, "resets_in_seconds": 600}, "plan_type": "plus"}
+    await client.run_turn(thread, mock_directive({"text": "ok", "rate_limits": limits}))
+    sent = await client.notification("account/rateLimits/updated")
+    assert sent["rateLimits"]["primary"]["usedPercent"] == 42
+    read = await client.call("account/rateLimits/read", {})
+    assert read["rateLimits"]["primary"] == sent["rateLimits"]["primary"] and read["rateLimits"]["planType"] == "plus"
