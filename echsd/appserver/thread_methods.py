@@ -181,6 +181,14 @@ async def thread_compact(conn: Connection, request: Request) -> dict[str, Any]:
     return {}
 
 
+async def thread_delete(conn: Connection, request: Request) -> Reply:
+    """``echs rm``: the thread and its descendants go (refused while one of them runs)."""
+    deleted = (await conn.service.delete(thread_param(request.params)))["deleted"]
+    for thread_id in deleted:
+        conn.detach(thread_id)
+    return Reply({}, then=[("thread/deleted", {"threadId": thread_uuid(thread_id)}) for thread_id in deleted])
+
+
 def thread_goal_get(conn: Connection, request: Request) -> dict[str, Any]:
     conn.service.get(thread_param(request.params))
     return {"goal": None}  # echsd threads have no goals
@@ -197,4 +205,5 @@ METHODS = {
     "thread/unsubscribe": thread_unsubscribe,
     "thread/compact/start": thread_compact,
     "thread/goal/get": thread_goal_get,
+    "thread/delete": thread_delete,
 }

@@ -129,3 +129,15 @@ async def test_unsubscribe_stops_the_notifications(client: AppClient, appd: Any)
         await watch.wait_type("turn.completed")
     await client.call("account/read", {})  # a round trip: anything sent before it has arrived
     assert client.of_method("turn/started") == []
+
+
+async def test_delete_removes_a_thread_with_its_children(client: AppClient, appd: Any, workdir: Path) -> None:
+    parent = await _native_thread(appd, workdir)
+    child = (await appd.service.create(cwd=str(workdir), parent=parent))["thread_id"]
+    await client.call("thread/resume", {"threadId": parent, "excludeTurns": True})
+    assert await client.call("thread/delete", {"threadId": thread_uuid(parent)}) == {}
+    await client.notification("thread/deleted", threadId=thread_uuid(child))
+    assert sorted(p["threadId"] for p in client.of_method("thread/deleted")) == sorted([thread_uuid(parent), thread_uuid(child)])
+    assert appd.service.list() == [] and (await client.call("thread/loaded/list", {}))["data"] == []
+    with pytest.raises(RpcFailed, match="not_found"):
+        await client.call("thread/delete", {"threadId": parent})
