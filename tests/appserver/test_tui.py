@@ -1,6 +1,8 @@
 """End to end: the real Codex TUI (``codex --remote``) in a terminal (tmux) against
 ``echsd serve --app-server`` on the mock model, driven by send-keys and read with
-capture-pane: a streamed reply, a tool call, Esc, a steer, an approval, quit and resume. Skipped unless the Codex CLI is installed; ``make interop`` installs it
+capture-pane: a streamed reply, a tool call, Esc, a steer, a background terminal, a
+sub-agent, an approval, quit and resume; and a TUI quit at once leaves no thread behind.
+Skipped unless the Codex CLI is installed; ``make interop`` installs it
 (``bin/install-codex-cli``) and runs this. What happened on the thread is checked through
 ``echs`` as well as on the screen."""
 
@@ -10,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -77,6 +80,12 @@ class Tui:
         self.term.keys("Enter")
 
 
+def listed(serve: Serve) -> set[str]:
+    result = echs(serve.state_dir, "ls", "--json", env=serve.env)
+    assert result.returncode == 0, result.stderr
+    return {thread["thread_id"] for thread in json.loads(result.stdout)}
+
+
 def thread_events(serve: Serve, thread_id: str) -> list[dict]:
     result = echs(serve.state_dir, "events", thread_id, "--json", env=serve.env)
     assert result.returncode == 0, result.stderr
@@ -123,6 +132,25 @@ def test_a_conversation_in_the_codex_tui(daemon: tuple[Serve, int], tmp_path: Pa
         assert sum(e["event"] == "turn.started" for e in events) == turns_before
         assert [e["data"]["mode"] for e in events if e["event"] == "input.delivered"][-1] == "steer"
 
+        # A command left running is a background terminal until a write_stdin sees it end.
+        gate = tmp_path / "gate-2"
+        started = {"name": "exec_command", "arguments": {"cmd": gate_command(gate), "yield_time_ms": 500}}
+        tui.submit(unseen({"steps": [{"calls": [started]}, {"text": "zeta left running"}]}))
+        tui.term.wait_for(lambda s: "1 background terminal running" in s and "zeta left running" in s)
+        session = next(e["data"]["session_id"] for e in thread_events(serve, thread_id) if e["data"].get("session_id"))
+        gate.touch()
+        poll = {"name": "write_stdin", "arguments": {"session_id": session, "chars": "", "yield_time_ms": 10000}}
+        tui.submit(unseen({"steps": [{"calls": [poll]}, {"text": "zeta has ended"}]}))
+        shown = tui.term.wait_for("zeta has ended")
+        assert "└ gate-open" in shown and "background terminal running" not in shown
+
+        # A sub-agent: its spawn, the wait and its answer are on screen.
+        spawn = {"name": "spawn_agent", "arguments": {"message": "zeta-task", "agent_type": "explorer"}}
+        wait = {"name": "wait_agents", "arguments": {"timeout_ms": 30000}}
+        tui.submit(unseen({"steps": [{"calls": [spawn]}, {"calls": [wait]}, {"text": "zeta agents done"}]}))
+        shown = tui.term.wait_for("zeta agents done")
+        assert "Spawned" in shown and "Finished waiting" in shown and "mock reply to: zeta-task" in shown
+
         # An approval: the TUI asks, "y" lets the command run.
         assert echs(serve.state_dir, "config", thread_id, "approval=on-write", env=serve.env).returncode == 0
         tui.term.wait_for("Ask Codex")
@@ -140,9 +168,29 @@ def test_a_conversation_in_the_codex_tui(daemon: tuple[Serve, int], tmp_path: Pa
         tui.term.close()
     again = Tui(tmp_path, serve, port, "resume", thread_id)
     try:
-        history = again.term.wait_for(lambda s: "mock reply to: steer-line" in s and "Ask Codex" in s, timeout=60)
-        assert "Ran echo tui-tool-output" in history and "└ approved-run" in history, version
+        # The TUI asks for a page of the newest turns: the approval, the sub-agent and the
+        # background terminal, whose output arrived after its turn had ended.
+        history = again.term.wait_for(lambda s: "• Approved." in s and "Ask Codex" in s, timeout=60)
+        assert "└ approved-run" in history and "zeta agents done" in history and "└ gate-open" in history, version
         again.submit("after resume")
         again.term.wait_for("mock reply to: after resume")
     finally:
         again.term.close()
+
+    # A TUI opened and quit without a word leaves no thread behind.
+    def started(screen: str) -> list[str]:
+        return [word for word in screen.split() if word.startswith("thr_") and word != thread_id]
+
+    idle = Tui(tmp_path, serve, port)
+    try:
+        unused = started(idle.term.wait_for(lambda s: "Ask Codex" in s and bool(started(s)), timeout=60))[0]
+        assert unused in listed(serve)
+        idle.submit("/quit")
+        idle.term.wait_for("EXITED 0")
+    finally:
+        idle.term.close()
+    deadline = time.monotonic() + 15
+    while unused in listed(serve):  # the daemon tells nobody when it deletes a thread
+        assert time.monotonic() < deadline, f"{unused} is still there"
+        time.sleep(0.1)
+    assert thread_id in listed(serve)
