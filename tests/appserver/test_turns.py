@@ -3,6 +3,7 @@ interrupt, and turns queued behind a running one."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,29 @@ async def test_a_tool_call_shows_its_command_and_output(client: AppClient, workd
     assert output == "hello\nworld\n"
     texts = [p["item"]["text"] for p in client.of_method("item/completed") if p["item"]["type"] == "agentMessage"]
     assert texts == ["Running.", "Done."]
+
+
+async def test_other_tools_are_dynamic_tool_calls(client: AppClient, appd: Any) -> None:
+    """The blackboard tools (and any tool without an item of its own) show as ``dynamicToolCall``
+    items: arguments when they start, the output or the refusal when they end; resume replays them."""
+    thread = (await client.start_thread())["thread"]["id"]
+    write = {"name": "blackboard_write", "arguments": {"key": "plan/next", "value": {"step": 2}}}
+    conflict = {"name": "blackboard_write", "arguments": {"key": "plan/next", "value": 3, "if_version": 0}}
+    read = {"name": "blackboard_read", "arguments": {"key": "plan/next"}}
+    await client.run_turn(thread, mock_directive([{"calls": [write]}, {"calls": [conflict]}, {"calls": [read]}, {"text": "Noted."}]))
+    await client.notification("turn/completed")
+    started = [p["item"] for p in client.of_method("item/started") if p["item"]["type"] == "dynamicToolCall"]
+    assert [(i["tool"], i["arguments"], i["status"], i["success"]) for i in started] == [
+        (call["name"], call["arguments"], "inProgress", None) for call in (write, conflict, read)
+    ]
+    completed = [p["item"] for p in client.of_method("item/completed") if p["item"]["type"] == "dynamicToolCall"]
+    assert [(i["status"], i["success"]) for i in completed] == [("completed", True), ("failed", False), ("completed", True)]
+    written, refused, entry = ("".join(c["text"] for c in i["contentItems"]) for i in completed)
+    assert json.loads(written)["version"] == 1 and "conflict" in refused
+    assert json.loads(entry)["entry"]["value"] == {"step": 2}
+    assert appd.blackboard.get("plan/next").value == {"step": 2}
+    turns = (await client.call("thread/read", {"threadId": thread, "includeTurns": True}))["thread"]["turns"]
+    assert [i for i in turns[-1]["items"] if i["type"] == "dynamicToolCall"] == completed
 
 
 async def test_a_failing_command_completes_as_failed(client: AppClient) -> None:
