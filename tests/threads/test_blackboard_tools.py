@@ -156,8 +156,10 @@ async def test_notify_parent_reaches_a_waiting_parents_next_request(daemon: Any,
         await watch.wait_type("input.delivered", mode="steer", timeout=30)
         await watch.wait_for(lambda e: e.type in END, timeout=30)
     child = daemon.service.get(parent)["children"][0]
-    # The parent's last request (the child's own may come later): the one after its wait.
-    last = [text for text in (json.dumps(r.body["input"]) for r in mock_upstream.requests) if '"wait_agents"' in text][-1]
+    # The parent's last request (the child's own may come later; under load the note may
+    # land before the wait, so the wait is not what tells them apart): its input holds the
+    # parent's script, which names spawn_agent.
+    last = [text for text in (json.dumps(r.body["input"]) for r in mock_upstream.requests) if "spawn_agent" in text][-1]
     assert "[blackboard]" in last and "team/answer" in last and child in last
     assert daemon.blackboard.get("team/answer").writer == child
     async with Watch(daemon, child) as child_watch:
