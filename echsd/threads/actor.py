@@ -129,6 +129,8 @@ class ThreadActor:
         effects = self.core.recover(items, inputs, None if crashed is None else f"{type(crashed).__name__}: {crashed}")
         if effects.events or effects.statements:
             await self.commit(effects).wait()
+        if effects.turn_end is not None:  # the turn a restart or a crash closed: a waiting parent wakes
+            self.services.turn_finished(self.thread_id, effects.turn_end)
 
     def _wake(self) -> None:
         if self._receive_scope is not None:

@@ -42,6 +42,7 @@ from echsd.threads.compaction import AUTO_KEEP_USER_TURNS
 from echsd.threads.conversation import Conversation
 from echsd.threads.effects import (
     Effects,
+    TurnEnd,
     TurnState,
     empty_usage,
 )
@@ -224,13 +225,18 @@ class ThreadCore(ControlDecisions, TurnDecisions):
         if turn_id is not None:
             self.conversation.repair(fx, "crash" if crashed is not None else "restart", turn_id)
             if crashed is not None:
-                fx.emit("turn.error", {"turn_id": turn_id, "error": {"code": "internal", "message": f"the thread worker crashed: {crashed}"}})
+                end = TurnEnd(turn_id, "error", None, {"code": "internal", "message": f"the thread worker crashed: {crashed}"}, "", self.state.value)
+                fx.emit("turn.error", {"turn_id": turn_id, "error": end.error})
             else:
-                fx.emit("turn.interrupted", {"turn_id": turn_id, "reason": "restart"})
+                end = TurnEnd(turn_id, "interrupted", "restart", None, "", self.state.value)
+                fx.emit("turn.interrupted", {"turn_id": turn_id, "reason": end.reason})
             fx.emit("thread.state", {"state": self.state.value})
             run = self.extra.pop("autorun", None)
             if run is not None:  # its turn died with the daemon or the worker
                 fx.emit("run.finished", {"input_id": run["input_id"], "turns": run["turns"], "reason": "restart"})
+            # Closed like any other turn: a parent waiting on this thread reads how it ended.
+            self.extra["last_turn"] = {"turn_id": turn_id, "status": end.status, "reason": end.reason, "final_text": ""}
+            fx.turn_end = end
         if turn_id is not None or self.state is not previous:
             fx.statements.append(ops.upsert_thread(self.to_row()))
         return fx

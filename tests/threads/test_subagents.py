@@ -10,6 +10,7 @@ from typing import Any, AsyncIterator
 import pytest
 import trio
 
+from echsd.threads.core import ThreadCore
 from tests.helpers import Watch, check_thread_invariants, mock_directive
 from tests.threads.test_control import processes_with, unique_sleep
 from tests.tools.exec_helpers import wait_until
@@ -161,3 +162,24 @@ async def limited(tmp_path: Path, mock_upstream: Any, nursery: trio.Nursery) -> 
     daemon = await start_daemon(nursery, tmp_path / "state", mock_upstream.base_url, tcp=False, tuning={"max_children": 2})
     yield daemon
     await stop_daemon(daemon)
+
+
+async def test_a_child_whose_worker_crashes_wakes_its_waiting_parent(daemon: Any, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_finish = ThreadCore.finish_turn
+    crashes = {"left": 1}
+
+    def crash_a_child(core: ThreadCore, status: str, error: Any = None, partial: str = "") -> Any:
+        if core.parent is not None and crashes["left"]:
+            crashes["left"] -= 1
+            raise RuntimeError("injected worker crash")
+        return real_finish(core, status, error, partial)
+
+    monkeypatch.setattr(ThreadCore, "finish_turn", crash_a_child)
+    tid, watch = await parent_turn(daemon, workdir, [{"calls": [spawn(child_task("t", "a", 1, 1))]}, {"calls": [wait()]}, {"text": "ok"}])
+    assert watch.of_type("turn.completed"), "the parent did not finish its turn"
+    [waited] = outputs(watch, "wait_agents")
+    [agent] = waited["agents"]
+    assert (agent["status"], waited["timed_out"]) == ("error", False)
+    async with Watch(daemon, tid) as again:
+        [completed] = await again.wait_count("subagent.completed", 1)
+    assert completed.data["status"] == "error" and completed.data["agent_id"] == agent["agent_id"]
