@@ -180,6 +180,11 @@ class ServeProcess:
         self.process.terminate()
         return self.process.wait(WAIT_S)
 
+    def sigkill(self) -> None:
+        """Die as in a crash (SIGKILL: nothing is flushed or closed), and be reaped."""
+        self.process.kill()
+        self.process.wait(WAIT_S)
+
     @property
     def open_descriptors(self) -> int:
         return len(os.listdir(f"/proc/{self.process.pid}/fd"))

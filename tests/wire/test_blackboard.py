@@ -289,10 +289,9 @@ async def test_entries_and_their_log_survive_sigkill(tmp_path: Path) -> None:
                     nursery.start_soon(write_until_killed, client, n)
                 with trio.fail_after(30):
                     await enough.wait()
-                serve.process.kill()  # SIGKILL, mid-burst
-                await trio.to_thread.run_sync(serve.process.wait)
+                serve.sigkill()  # mid-burst
     finally:
-        serve.process.kill()
+        serve.sigkill()
     again = ServeProcess(state)
     try:
         async with connect(state_dir=state) as client:
