@@ -5,7 +5,7 @@ reasoning effort, instructions, and a tool set. Anything a type leaves unset com
 parent. The shipped types can be changed, and new ones added, in ``config.toml``::
 
     [agent_types.explorer]
-    reasoning = "minimal"
+    reasoning = "medium"
     tools = ["read_file", "list_dir", "grep_files"]
 
     [agent_types.reviewer]
@@ -30,26 +30,17 @@ SUBAGENT_INSTRUCTIONS = (
 @dataclass(frozen=True)
 class AgentType:
     name: str
-    description: str
+    description: str  # for the model, in spawn_agent's description
     model: str | None = None  # None: the parent's
     reasoning: str | None = None  # None: the parent's (or the model's default if it does not fit)
     instructions: str | None = None  # None: SUBAGENT_INSTRUCTIONS
     tools: tuple[str, ...] | None = None  # None: the parent's (a child never gets more than its parent)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "model": self.model,
-            "reasoning": self.reasoning,
-            "tools": list(self.tools) if self.tools is not None else None,
-        }
-
 
 SHIPPED: dict[str, AgentType] = {
     t.name: t
     for t in (
-        AgentType("default", "the parent's model, reasoning and tools"),
+        AgentType("default", "your own model, reasoning and tools"),
         AgentType("explorer", "looks around quickly and reports; changes nothing", reasoning="low", tools=READ_ONLY),
         AgentType("worker", "does a well-scoped piece of the work; may change files and run commands"),
         AgentType("research", "thinks hard about a question; reads, changes nothing", reasoning="high", tools=READ_ONLY),
@@ -58,8 +49,11 @@ SHIPPED: dict[str, AgentType] = {
 }
 
 
+FIELDS = ("description", "model", "reasoning", "instructions", "tools")  # of an [agent_types.NAME] table
+
+
 class AgentTypeError(ValueError):
-    """A bad ``[agent_types.NAME]`` table; the message names the field."""
+    """A bad ``[agent_types.NAME]`` table; the message (one line) names the setting."""
 
 
 def load_agent_types(table: Any, where: str) -> dict[str, AgentType]:
@@ -68,22 +62,22 @@ def load_agent_types(table: Any, where: str) -> dict[str, AgentType]:
     if table is None:
         return types
     if not isinstance(table, Mapping):
-        raise AgentTypeError(f"'agent_types' in {where}: expected a table of tables")
+        raise AgentTypeError(f"invalid setting 'agent_types' in {where}: expected a table of tables")
     for name, fields in table.items():
         if not isinstance(fields, Mapping):
-            raise AgentTypeError(f"'agent_types.{name}' in {where}: expected a table")
+            raise AgentTypeError(f"invalid setting 'agent_types.{name}' in {where}: expected a table")
         base = types.get(name, AgentType(name, f"the {name} agent"))
         values: dict[str, Any] = {}
         for key, value in fields.items():
             if key in ("description", "model", "reasoning", "instructions"):
                 if not isinstance(value, str) or not value.strip():
-                    raise AgentTypeError(f"'agent_types.{name}.{key}' in {where}: expected a non-empty string")
+                    raise AgentTypeError(f"invalid setting 'agent_types.{name}.{key}' in {where}: expected a non-empty string")
                 values[key] = value
             elif key == "tools":
                 if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-                    raise AgentTypeError(f"'agent_types.{name}.tools' in {where}: expected a list of tool names")
+                    raise AgentTypeError(f"invalid setting 'agent_types.{name}.tools' in {where}: expected a list of tool names")
                 values[key] = tuple(value)
             else:
-                raise AgentTypeError(f"unknown setting 'agent_types.{name}.{key}' in {where}")
+                raise AgentTypeError(f"unknown setting 'agent_types.{name}.{key}' in {where}; known: {', '.join(FIELDS)}")
         types[name] = replace(base, **values)
     return types

@@ -14,6 +14,7 @@ from typing import Any
 
 import trio
 
+from echsd.agent_types import SHIPPED
 from echsd.appserver.server import AppServer
 from echsd.blackboard.board import Blackboard
 from echsd.blackboard.service import BlackboardService
@@ -95,10 +96,9 @@ class Daemon:
                 board = Blackboard(store, max_value_bytes=tuning.blackboard_max_value_bytes, log_keep=tuning.blackboard_log_keep)
                 self.blackboard = board
                 await board.load()
-                tools = builtin_tools() | {tool.spec.name: tool for tool in self.extra_tools}
-                supervisor = Supervisor(
-                    store, client, tools, tuning, default_model=settings.model, blackboard=board, agent_types=settings.agent_types
-                )
+                agent_types = settings.agent_types or SHIPPED
+                tools = builtin_tools(agent_types) | {tool.spec.name: tool for tool in self.extra_tools}
+                supervisor = Supervisor(store, client, tools, tuning, default_model=settings.model, blackboard=board, agent_types=agent_types)
                 await supervisor.load()
                 await root.start(supervisor.run)
                 self.service = ThreadService(supervisor, settings)

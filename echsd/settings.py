@@ -310,7 +310,7 @@ def _agent_types_from(table: Any, path: Path) -> dict[str, AgentType]:
     try:
         return load_agent_types(table, str(path))
     except AgentTypeError as exc:
-        raise SettingsError(f"invalid setting {exc}") from None
+        raise SettingsError(str(exc)) from None
 
 
 def _catalog_from(table: Any, path: Path) -> ModelCatalog:

@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping
 
-from echsd.tools.base import ToolContext, ToolError, ToolResult, ToolSpec
+from echsd.agent_types import AgentType
+from echsd.tools.base import Tool, ToolContext, ToolError, ToolResult, ToolSpec
 from echsd.tools.capabilities import AgentsApi
 
 MAX_MESSAGE = 100_000
@@ -34,28 +35,31 @@ def _answer(value: Any) -> ToolResult:
 
 
 class SpawnAgent:
-    spec = ToolSpec(
-        "spawn_agent",
-        "Start a sub-agent: a new thread that works on `message` in parallel with you, in your working "
-        "directory. Returns its agent_id; its turn starts at once. `agent_type` picks a preset: default "
-        "(your model and tools), explorer (quick, read-only), worker (may change files), research (thinks "
-        "hard, read-only), simple (quick small tasks). Explicit `model`, `reasoning`, `instructions` and "
-        "`tools` override the preset; a sub-agent never gets tools or permissions you lack. Collect its "
-        "answer with wait_agents.",
-        {
-            "type": "object",
-            "properties": {
-                "message": {"type": "string", "description": "The task, self-contained: the agent sees nothing else."},
-                "agent_type": {"type": "string", "description": "default | explorer | worker | research | simple"},
-                "model": {"type": "string"},
-                "reasoning": {"type": "string", "description": "none | minimal | low | medium | high | xhigh"},
-                "instructions": {"type": "string"},
-                "tools": {"type": "array", "items": {"type": "string"}},
+    """``spawn_agent``; its spec lists the daemon's agent types (shipped and configured), so
+    the model knows each preset by its name and description."""
+
+    def __init__(self, agent_types: Mapping[str, AgentType]) -> None:
+        presets = "".join(f"\n- {name}: {kind.description}" for name, kind in agent_types.items())
+        self.spec = ToolSpec(
+            "spawn_agent",
+            "Start a sub-agent: a new thread that works on `message` in parallel with you, in your working "
+            f"directory. Returns its agent_id; its turn starts at once. `agent_type` picks a preset:{presets}\n"
+            "Explicit `model`, `reasoning`, `instructions` and `tools` override the preset; a sub-agent never gets "
+            "tools or permissions you lack. Collect its answer with wait_agents.",
+            {
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string", "description": "The task, self-contained: the agent sees nothing else."},
+                    "agent_type": {"type": "string", "enum": list(agent_types)},
+                    "model": {"type": "string"},
+                    "reasoning": {"type": "string", "description": "none | minimal | low | medium | high | xhigh"},
+                    "instructions": {"type": "string"},
+                    "tools": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["message"],
+                "additionalProperties": False,
             },
-            "required": ["message"],
-            "additionalProperties": False,
-        },
-    )
+        )
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         message = _message(args)
@@ -149,4 +153,5 @@ class ListAgents:
         return _answer({"agents": _agents(ctx).list()})
 
 
-AGENT_TOOLS = (SpawnAgent(), SendToAgent(), WaitAgents(), KillAgent(), ListAgents())
+def agent_tools(agent_types: Mapping[str, AgentType]) -> tuple[Tool, ...]:
+    return (SpawnAgent(agent_types), SendToAgent(), WaitAgents(), KillAgent(), ListAgents())

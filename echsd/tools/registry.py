@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from echsd.tools.agents import AGENT_TOOLS
+from echsd.agent_types import SHIPPED, AgentType
+from echsd.tools.agents import agent_tools
 from echsd.tools.apply_patch import ApplyPatchTool
 from echsd.tools.blackboard import BLACKBOARD_TOOLS
 from echsd.tools.base import Tool
@@ -23,9 +24,11 @@ from echsd.tools.view_image import ViewImage
 from echsd.tools.write_stdin import WriteStdin
 
 
-def builtin_tools() -> dict[str, Tool]:
+def builtin_tools(agent_types: Mapping[str, AgentType] = SHIPPED) -> dict[str, Tool]:
+    """Every built-in tool; ``spawn_agent`` offers ``agent_types`` (the shipped ones and config.toml's)."""
     tools: list[Tool] = [
-        ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile(), ListDir(), GrepFiles(), ViewImage(), UpdatePlan(), *AGENT_TOOLS, *BLACKBOARD_TOOLS
+        ExecCommand(), WriteStdin(), ApplyPatchTool(), ReadFile(), ListDir(), GrepFiles(), ViewImage(), UpdatePlan(),
+        *agent_tools(agent_types), *BLACKBOARD_TOOLS,
     ]
     return {tool.spec.name: tool for tool in tools}
 

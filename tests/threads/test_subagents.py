@@ -183,3 +183,62 @@ async def test_a_child_whose_worker_crashes_wakes_its_waiting_parent(daemon: Any
     async with Watch(daemon, tid) as again:
         [completed] = await again.wait_count("subagent.completed", 1)
     assert completed.data["status"] == "error" and completed.data["agent_id"] == agent["agent_id"]
+
+
+AGENT_TYPES = """
+[agent_types.explorer]
+reasoning = "medium"
+tools = ["read_file", "list_dir"]
+
+[agent_types.reviewer]
+description = "reads a change and lists its problems"
+model = "gpt-5.4"
+reasoning = "high"
+instructions = "Review the change you are given."
+tools = ["read_file", "grep_files", "exec_command"]
+"""
+
+
+async def test_agent_types_from_config_toml_and_explicit_params_win(tmp_path: Path, mock_upstream: Any, nursery: trio.Nursery, workdir: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "config.toml").write_text(AGENT_TYPES)
+    daemon = await start_daemon(nursery, state, mock_upstream.base_url, tcp=False)
+    quick = child_task("t", "a", 1, 1)
+    steps = [
+        {
+            "calls": [
+                spawn(quick, agent_type="reviewer"),
+                spawn(quick, agent_type="explorer"),
+                spawn(quick, agent_type="reviewer", model="gpt-5.5", reasoning="low", instructions="Just look.", tools=["list_dir"]),
+                spawn(quick, agent_type="nosuch"),
+                spawn(quick, model="gpt-5.1-codex-mini", reasoning="low"),
+            ]
+        },
+        {"text": "ok"},
+    ]
+    parent_tools = ["read_file", "list_dir", "grep_files", "spawn_agent", "wait_agents"]
+    tid, watch = await parent_turn(daemon, workdir, steps, tools=parent_tools, reasoning="none")
+    [offered] = [t for t in mock_upstream.requests[0].body["tools"] if t["name"] == "spawn_agent"]
+    assert "- reviewer: reads a change and lists its problems" in offered["description"]
+    assert offered["parameters"]["properties"]["agent_type"]["enum"] == ["default", "explorer", "worker", "research", "simple", "reviewer"]
+
+    results = outputs(watch, "spawn_agent")  # the calls ran in parallel: match children by type and config
+    errors = sorted(r for r in results if isinstance(r, str))
+    assert errors == [  # an explicit effort is checked strictly against the model
+        "error: cannot spawn an agent: model gpt-5.1-codex-mini accepts reasoning medium, high (got 'low')",
+        "error: unknown agent_type 'nosuch'; known: default, explorer, research, reviewer, simple, worker",
+    ]
+    children = [daemon.service.get(r["agent_id"]) for r in results if isinstance(r, dict)]
+    configs = {(c["agent_type"], c["config"]["model"]): c["config"] for c in children}
+    assert set(configs) == {("reviewer", "gpt-5.4"), ("explorer", "gpt-5.5"), ("reviewer", "gpt-5.5")}
+    reviewer = configs["reviewer", "gpt-5.4"]
+    assert reviewer["reasoning"] == "high" and reviewer["instructions"] == "Review the change you are given."
+    assert reviewer["tools"] == ["read_file", "grep_files"]  # never a tool the parent lacks
+    explorer = configs["explorer", "gpt-5.5"]
+    assert explorer["reasoning"] == "medium" and explorer["tools"] == ["read_file", "list_dir"]
+    assert "You are a sub-agent" in explorer["instructions"]
+    explicit = configs["reviewer", "gpt-5.5"]
+    assert (explicit["reasoning"], explicit["instructions"], explicit["tools"]) == ("low", "Just look.", ["list_dir"])
+    assert all(child["parent"] == tid for child in children)
+    await stop_daemon(daemon)
