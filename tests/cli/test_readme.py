@@ -1,5 +1,6 @@
-"""The README keeps up with the code a newcomer meets: every ``[tuning]`` knob and every
-wire error code is documented, and the first steps say how to reach ``echs``."""
+"""The README keeps up with the code a newcomer meets: every ``[tuning]`` knob, wire error
+code, built-in tool, shipped agent type and agent type setting is documented, and the first
+steps say how to reach ``echs``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import re
 from dataclasses import fields
 from pathlib import Path
 
+from echsd.agent_types import FIELDS, SHIPPED
 from echsd.settings import Tuning
+from echsd.tools.registry import builtin_tools
 from echsd.wire.schema import ERROR_CODES
 
 README = (Path(__file__).parents[2] / "README.md").read_text()
@@ -22,6 +25,15 @@ def test_every_tuning_knob_is_in_the_table() -> None:
 def test_every_error_code_is_explained() -> None:
     missing = [code for code in ERROR_CODES if f"| `{code}` |" not in README]
     assert missing == []
+
+
+def test_every_tool_and_agent_type_is_in_its_table() -> None:
+    tools = README.split("## Tools the model gets", 1)[1].split("\n## ", 1)[0]
+    rows = " ".join(line.split(" | ")[0] for line in tools.splitlines() if line.startswith("| `"))
+    assert [name for name in builtin_tools() if f"`{name}`" not in rows] == []
+    types = {line.split("`")[1] for line in tools.split("Agent types", 1)[1].splitlines() if line.startswith("| `")}
+    assert types == set(SHIPPED)
+    assert all(f"`{field}`" in tools.split("[agent_types.NAME]", 1)[1] for field in FIELDS)
 
 
 def test_the_first_steps_reach_a_working_echs() -> None:
