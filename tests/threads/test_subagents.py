@@ -1,5 +1,7 @@
 """Sub-agents through the real tool loop: spawned in parallel, waited for (all, any, with a
-timeout, interrupted), killed with their parent, refused beyond a limit, and only one's own."""
+timeout, interrupted, woken by a crash), steered, queued to, listed and killed, killed with
+their parent, refused beyond a limit (children, depth), waiting for a slot beyond the
+daemon-wide limit, configured by agent types, and only one's own."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any, AsyncIterator
 import pytest
 import trio
 
+from echsd.events import Event
 from echsd.threads.core import ThreadCore
 from tests.helpers import Watch, check_thread_invariants, mock_directive
 from tests.threads.test_control import processes_with, unique_sleep
@@ -157,9 +160,74 @@ async def test_a_sub_agent_gets_no_more_than_its_parent(daemon: Any, workdir: Pa
     assert child["writes"] == "dry-run" and set(child["tools"]) <= {"read_file", "list_dir", "spawn_agent", "wait_agents"}
 
 
+async def test_beyond_max_depth_spawn_agent_is_a_clear_tool_error(limited: Any, workdir: Path) -> None:
+    child_script = "delegate\n" + mock_directive([{"calls": [spawn(child_task("deeper", "x", 1, 1))]}, {"text": "could not"}])
+    tid, _watch = await parent_turn(limited, workdir, [{"calls": [spawn(child_script)]}, {"calls": [wait()]}, {"text": "ok"}])
+    [child] = limited.service.get(tid)["children"]
+    async with Watch(limited, child) as child_watch:
+        await child_watch.wait_type("turn.completed")
+    [refused] = outputs(child_watch, "spawn_agent")
+    assert refused.startswith("error: cannot spawn an agent: a child of") and "the limit is max_depth=1" in refused
+    assert limited.service.get(child)["children"] == []
+
+
+async def test_sub_agent_turns_beyond_the_daemon_wide_limit_wait_visibly(limited: Any, workdir: Path) -> None:
+    spawns = [spawn(child_task(f"t{i}", f"a{i}", delay_ms=20, words=10)) for i in range(2)]
+    tid, watch = await parent_turn(limited, workdir, [{"calls": spawns}, {"calls": [wait()]}, {"text": "ok"}])
+    [waited] = outputs(watch, "wait_agents")
+    assert [a["status"] for a in waited["agents"]] == ["completed", "completed"]
+    spans: dict[str, tuple[float, float]] = {}
+    waits: dict[str, list[Event]] = {}
+    for child in limited.service.get(tid)["children"]:
+        async with Watch(limited, child) as child_watch:
+            await child_watch.wait_type("turn.completed")
+        deltas = child_watch.of_type("turn.delta")
+        spans[child] = (deltas[0].ts, deltas[-1].ts)
+        waits[child] = child_watch.of_type("turn.waiting")
+    [(second, [waiting])] = [(child, found) for child, found in waits.items() if found]  # exactly one waited
+    assert "max_running_subagents" in waiting.data["reason"]
+    [first] = [child for child in spans if child != second]
+    assert spans[first][1] <= spans[second][0], f"the turns overlapped with max_running_subagents=1: {spans}"
+
+
+async def test_steer_queue_kill_and_list_ones_own_agents(daemon: Any, workdir: Path) -> None:
+    slow, endless = child_task("slow", "first", delay_ms=20, words=100), child_task("endless", "never", delay_ms=50, words=2000)
+    tid, _watch = await parent_turn(daemon, workdir, [{"calls": [spawn(slow)]}, {"calls": [spawn(endless)]}, {"text": "spawned"}])
+    first, second = daemon.service.get(tid)["children"]
+    async with Watch(daemon, first) as child_watch:
+        await child_watch.wait_type("turn.delta")  # its first turn is streaming
+        steer = {"name": "send_to_agent", "arguments": {"agent_id": first, "mode": "steer", "message": "also this\n" + mock_directive({"text": "steered"})}}
+        queue = {"name": "send_to_agent", "arguments": {"agent_id": first, "message": "next\n" + mock_directive({"text": "queued"})}}
+        kill = {"name": "kill_agent", "arguments": {"agent_id": second}}
+        listing = {"name": "list_agents", "arguments": {}}
+        async with Watch(daemon, tid) as watch:
+            since = watch.last_seq
+            await daemon.service.send(tid, mock_directive([{"calls": [steer]}, {"calls": [queue, kill]}, {"calls": [wait(agent_ids=[first])]}, {"calls": [listing]}, {"text": "ok"}]))
+            await watch.wait_type("turn.completed", after_seq=since)
+        await child_watch.wait_count("turn.completed", 2)
+    sent = outputs(watch, "send_to_agent")
+    assert [s["disposition"] for s in sent] == ["steered", "queued"]
+    assert outputs(watch, "kill_agent") == [{"agent_id": second, "killed": [second]}]
+    [waited] = outputs(watch, "wait_agents")
+    assert waited["agents"] == [{"agent_id": first, "agent_type": "default", "state": "idle", "status": "completed", "final_message": "queued"}]
+    [listed] = outputs(watch, "list_agents")
+    assert listed["agents"] == [
+        {"agent_id": first, "agent_type": "default", "state": "idle", "status": "completed", "final_message": "queued"},
+        {"agent_id": second, "agent_type": "default", "state": "killed", "status": "killed", "final_message": ""},
+    ]
+    # The steer joined the running turn (its reply ends that turn); the queued message ran next.
+    assert [e.data["final_text"] for e in child_watch.of_type("turn.completed")] == ["steered", "queued"]
+    delivered = child_watch.of_type("input.delivered")
+    assert [d.data["mode"] for d in delivered] == ["send", "steer", "queue"] and delivered[0].data["turn_id"] == delivered[1].data["turn_id"]
+    assert daemon.service.get(second)["active_turn"] is None
+    for thread_id in (tid, first, second):
+        await check_thread_invariants(daemon, thread_id)
+
+
 @pytest.fixture
 async def limited(tmp_path: Path, mock_upstream: Any, nursery: trio.Nursery) -> AsyncIterator[Any]:
-    daemon = await start_daemon(nursery, tmp_path / "state", mock_upstream.base_url, tcp=False, tuning={"max_children": 2})
+    tuning = {"max_children": 2, "max_depth": 1, "max_running_subagents": 1}
+    daemon = await start_daemon(nursery, tmp_path / "state", mock_upstream.base_url, tcp=False, tuning=tuning)
     yield daemon
     await stop_daemon(daemon)
 
