@@ -1,17 +1,20 @@
 """``echs attach`` in a real terminal (tmux): the live view, a queued message, a steer, Ctrl-C,
-Ctrl-D, and a reattach that shows recent history and goes on live. The screen is polled
-with a deadline; what happened on the thread is checked through the client library."""
+Ctrl-D, a reattach that shows recent history and goes on live, and a parent's view of its
+sub-agents (with ``echs tree`` drawing them). The screen is polled with a deadline; what
+happened on the thread is checked through the client library."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from tests.cli.helpers import ECHS, Tmux, clean_env, client_for, gate_command, new_thread, of_type, wait_event
+from tests.cli.helpers import ECHS, Tmux, clean_env, client_for, echs, gate_command, new_thread, of_type, wait_event
 from tests.helpers import mock_directive
+from tests.threads.test_subagents import child_task, spawn, wait
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -100,8 +103,6 @@ async def test_attach_queue_steer_interrupt_detach_reattach(state: Path, tmp_pat
 
 
 def test_attach_needs_a_terminal(state: Path) -> None:
-    from tests.cli.helpers import echs
-
     tid = new_thread(state)
     result = echs(state, "attach", tid)
     assert result.returncode == 2 and "terminal" in result.stderr
@@ -198,3 +199,20 @@ async def test_attach_says_at_once_when_the_daemon_goes_and_comes_back(tmp_path:
         assert "lost the connection to the daemon" in gone and "did not come back within 1 s" in gone
     finally:
         daemon.kill()
+
+
+async def test_attach_on_a_parent_shows_its_sub_agents_and_tree_draws_them(state: Path, tmp_path: Path, terminals: list[Tmux]) -> None:
+    tid = new_thread(state)
+    screen = attach(terminals, state, tmp_path, tid)
+    screen.type(mock_directive([{"calls": [spawn(child_task("look around", "found-it", delay_ms=1, words=2))]}, {"calls": [wait()]}, {"text": "the child answered"}]))
+    screen.keys("Enter")
+    await screen.await_for("assistant › the child answered")
+    async with client_for(state) as client:
+        [child] = (await client.get_thread(tid))["children"]
+    text = await screen.await_for(f"↳ {child} completed: found-it w0 w1")
+    assert f"↳ spawned {child} (default)" in text
+    assert text.index(f"↳ spawned {child}") < text.index(f"↳ {child} completed")
+    screen.keys("C-d")
+    await screen.await_for("EXITED 0")
+    assert echs(state, "tree", tid).stdout.splitlines() == [f"{tid}  idle", f"└─ {child}  idle"]
+    assert json.loads(echs(state, "show", child, "--json").stdout)["parent"] == tid
