@@ -98,7 +98,9 @@ class Daemon:
                 await board.load()
                 agent_types = settings.agent_types or SHIPPED
                 tools = builtin_tools(agent_types) | {tool.spec.name: tool for tool in self.extra_tools}
-                supervisor = Supervisor(store, client, tools, tuning, default_model=settings.model, blackboard=board, agent_types=agent_types)
+                supervisor = Supervisor(
+                    store, client, tools, tuning, default_model=settings.model, blackboard=board, agent_types=agent_types
+                )
                 await supervisor.load()
                 await root.start(supervisor.run)
                 self.service = ThreadService(supervisor, settings)

@@ -225,7 +225,8 @@ class ThreadCore(ControlDecisions, TurnDecisions):
         if turn_id is not None:
             self.conversation.repair(fx, "crash" if crashed is not None else "restart", turn_id)
             if crashed is not None:
-                end = TurnEnd(turn_id, "error", None, {"code": "internal", "message": f"the thread worker crashed: {crashed}"}, "", self.state.value)
+                error = {"code": "internal", "message": f"the thread worker crashed: {crashed}"}
+                end = TurnEnd(turn_id, "error", None, error, "", self.state.value)
                 fx.emit("turn.error", {"turn_id": turn_id, "error": end.error})
             else:
                 end = TurnEnd(turn_id, "interrupted", "restart", None, "", self.state.value)

@@ -204,7 +204,8 @@ async def test_attach_says_at_once_when_the_daemon_goes_and_comes_back(tmp_path:
 async def test_attach_on_a_parent_shows_its_sub_agents_and_tree_draws_them(state: Path, tmp_path: Path, terminals: list[Tmux]) -> None:
     tid = new_thread(state)
     screen = attach(terminals, state, tmp_path, tid)
-    screen.type(mock_directive([{"calls": [spawn(child_task("look around", "found-it", delay_ms=1, words=2))]}, {"calls": [wait()]}, {"text": "the child answered"}]))
+    task = child_task("look around", "found-it", delay_ms=1, words=2)
+    screen.type(mock_directive([{"calls": [spawn(task)]}, {"calls": [wait()]}, {"text": "the child answered"}]))
     screen.keys("Enter")
     await screen.await_for("assistant › the child answered")
     async with client_for(state) as client:

@@ -34,6 +34,10 @@ def wait(**arguments: Any) -> dict[str, Any]:
     return {"name": "wait_agents", "arguments": arguments}
 
 
+def send_to(agent_id: str, message: str, **options: Any) -> dict[str, Any]:
+    return {"name": "send_to_agent", "arguments": {"agent_id": agent_id, "message": message, **options}}
+
+
 def outputs(watch: Watch, name: str) -> list[Any]:
     found = []
     for event in watch.of_type("tool.completed"):
@@ -196,29 +200,30 @@ async def test_steer_queue_kill_and_list_ones_own_agents(daemon: Any, workdir: P
     first, second = daemon.service.get(tid)["children"]
     async with Watch(daemon, first) as child_watch:
         await child_watch.wait_type("turn.delta")  # its first turn is streaming
-        steer = {"name": "send_to_agent", "arguments": {"agent_id": first, "mode": "steer", "message": "also this\n" + mock_directive({"text": "steered"})}}
-        queue = {"name": "send_to_agent", "arguments": {"agent_id": first, "message": "next\n" + mock_directive({"text": "queued"})}}
+        steer = send_to(first, "also this\n" + mock_directive({"text": "steered"}), mode="steer")
+        queue = send_to(first, "next\n" + mock_directive({"text": "queued"}))
         kill = {"name": "kill_agent", "arguments": {"agent_id": second}}
         listing = {"name": "list_agents", "arguments": {}}
+        steps = [{"calls": [steer]}, {"calls": [queue, kill]}, {"calls": [wait(agent_ids=[first])]}, {"calls": [listing]}, {"text": "ok"}]
         async with Watch(daemon, tid) as watch:
             since = watch.last_seq
-            await daemon.service.send(tid, mock_directive([{"calls": [steer]}, {"calls": [queue, kill]}, {"calls": [wait(agent_ids=[first])]}, {"calls": [listing]}, {"text": "ok"}]))
+            await daemon.service.send(tid, mock_directive(steps))
             await watch.wait_type("turn.completed", after_seq=since)
         await child_watch.wait_count("turn.completed", 2)
     sent = outputs(watch, "send_to_agent")
     assert [s["disposition"] for s in sent] == ["steered", "queued"]
     assert outputs(watch, "kill_agent") == [{"agent_id": second, "killed": [second]}]
     [waited] = outputs(watch, "wait_agents")
-    assert waited["agents"] == [{"agent_id": first, "agent_type": "default", "state": "idle", "status": "completed", "final_message": "queued"}]
+    done = {"agent_id": first, "agent_type": "default", "state": "idle", "status": "completed", "final_message": "queued"}
+    assert waited["agents"] == [done]
     [listed] = outputs(watch, "list_agents")
-    assert listed["agents"] == [
-        {"agent_id": first, "agent_type": "default", "state": "idle", "status": "completed", "final_message": "queued"},
-        {"agent_id": second, "agent_type": "default", "state": "killed", "status": "killed", "final_message": ""},
-    ]
+    killed = {"agent_id": second, "agent_type": "default", "state": "killed", "status": "killed", "final_message": ""}
+    assert listed["agents"] == [done, killed]
     # The steer joined the running turn (its reply ends that turn); the queued message ran next.
     assert [e.data["final_text"] for e in child_watch.of_type("turn.completed")] == ["steered", "queued"]
     delivered = child_watch.of_type("input.delivered")
-    assert [d.data["mode"] for d in delivered] == ["send", "steer", "queue"] and delivered[0].data["turn_id"] == delivered[1].data["turn_id"]
+    assert [d.data["mode"] for d in delivered] == ["send", "steer", "queue"]
+    assert delivered[0].data["turn_id"] == delivered[1].data["turn_id"]
     assert daemon.service.get(second)["active_turn"] is None
     for thread_id in (tid, first, second):
         await check_thread_invariants(daemon, thread_id)
@@ -267,7 +272,9 @@ tools = ["read_file", "grep_files", "exec_command"]
 """
 
 
-async def test_agent_types_from_config_toml_and_explicit_params_win(tmp_path: Path, mock_upstream: Any, nursery: trio.Nursery, workdir: Path) -> None:
+async def test_agent_types_from_config_toml_and_explicit_params_win(
+    tmp_path: Path, mock_upstream: Any, nursery: trio.Nursery, workdir: Path
+) -> None:
     state = tmp_path / "state"
     state.mkdir()
     (state / "config.toml").write_text(AGENT_TYPES)

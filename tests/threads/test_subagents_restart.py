@@ -50,8 +50,9 @@ async def test_links_survive_sigkill_and_a_waiting_parent_is_closed_as_interrupt
     try:
         async with connect(state_dir=state) as client:
             parent = (await client.create_thread(cwd=str(workdir)))["thread_id"]
-            await client.send(parent, mock_directive([{"calls": [spawn(endless_child("a")), spawn(endless_child("b"))]}, {"calls": [wait()]}, {"text": "x"}]))
-            waiting = await wait_event(client, parent, lambda e: e["event"] == "tool.started" and e["data"]["name"] == "wait_agents", timeout=WAIT_S)
+            steps = [{"calls": [spawn(endless_child("a")), spawn(endless_child("b"))]}, {"calls": [wait()]}, {"text": "x"}]
+            await client.send(parent, mock_directive(steps))
+            waiting = await wait_event(client, parent, of_type("tool.started", name="wait_agents"), timeout=WAIT_S)
             children = (await client.get_thread(parent))["children"]
             assert len(children) == 2
             for child in children:  # each child's turn is streaming its answer
