@@ -288,6 +288,7 @@ async def test_agent_types_from_config_toml_and_explicit_params_win(
                 spawn(quick, agent_type="reviewer", model="gpt-5.5", reasoning="low", instructions="Just look.", tools=["list_dir"]),
                 spawn(quick, agent_type="nosuch"),
                 spawn(quick, model="gpt-5.1-codex-mini", reasoning="low"),
+                spawn(quick, model="gpt-5.1-codex-mini"),  # the parent's effort (none) does not fit it
             ]
         },
         {"text": "ok"},
@@ -306,7 +307,8 @@ async def test_agent_types_from_config_toml_and_explicit_params_win(
     ]
     children = [daemon.service.get(r["agent_id"]) for r in results if isinstance(r, dict)]
     configs = {(c["agent_type"], c["config"]["model"]): c["config"] for c in children}
-    assert set(configs) == {("reviewer", "gpt-5.4"), ("explorer", "gpt-5.5"), ("reviewer", "gpt-5.5")}
+    assert set(configs) == {("reviewer", "gpt-5.4"), ("explorer", "gpt-5.5"), ("reviewer", "gpt-5.5"), ("default", "gpt-5.1-codex-mini")}
+    assert configs["default", "gpt-5.1-codex-mini"]["reasoning"] == "medium"  # that model's default effort
     reviewer = configs["reviewer", "gpt-5.4"]
     assert reviewer["reasoning"] == "high" and reviewer["instructions"] == "Review the change you are given."
     assert reviewer["tools"] == ["read_file", "grep_files"]  # never a tool the parent lacks
