@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import signal
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -34,6 +34,9 @@ from echsd.wire.server import WireServer
 from echsd.wire.session import WireContext
 from echsd.wire.token import ensure_token
 
+if TYPE_CHECKING:
+    from echsd.cluster.node import ClusterNode
+
 log = get_logger(__name__)
 
 SHUTDOWN_BUDGET_S = 10.0
@@ -50,6 +53,7 @@ class Daemon:
     service: ThreadService | None = None
     server: WireServer | None = None
     app_server: AppServer | None = None  # the Codex app-server protocol listeners (--app-server)
+    cluster: ClusterNode | None = None  # one node of several sharing a PostgreSQL store
     base_url: str | None = None
     _stop: trio.Event = field(default_factory=trio.Event)
     _stopped: trio.Event = field(default_factory=trio.Event)
@@ -101,9 +105,12 @@ class Daemon:
                 supervisor = Supervisor(
                     store, client, tools, tuning, default_model=settings.model, blackboard=board, agent_types=agent_types
                 )
-                await supervisor.load()
+                cluster = self.cluster = await self._join_cluster(store, supervisor)
+                await supervisor.load(cluster.epoch if cluster is not None else None)
                 await root.start(supervisor.run)
-                self.service = ThreadService(supervisor, settings)
+                if cluster is not None:
+                    await root.start(cluster.run)
+                self.service = ThreadService(supervisor, settings, cluster)
                 boards = BlackboardService(board, page_bytes=tuning.max_message_bytes // 2)
                 await root.start(server.serve, WireContext(self.service, self.hub, store, settings, boards, self.peers))
                 await root.start(app_server.serve, self.service, self.hub)
@@ -137,9 +144,24 @@ class Daemon:
             server.close()
             app_server.close()
             kill_all_groups()
+            if self.cluster is not None:
+                self.cluster.close()
             store.close()
             self._stopped.set()
             log.info("echsd stopped")
+
+    async def _join_cluster(self, store: Store, supervisor: Supervisor) -> ClusterNode | None:
+        """Where the store is shared (PostgreSQL), join the nodes: lease, fencing, relay."""
+        if store.dialect != "postgresql":
+            return None
+        from echsd.cluster.node import ClusterNode
+        from echsd.store.postgres.store import PgStore
+
+        assert isinstance(store, PgStore)
+        cluster = ClusterNode(store, self.hub, self.settings.tuning.lease_s)
+        await cluster.join()
+        cluster.attach(supervisor)
+        return cluster
 
     async def _start_mock(self, root: trio.Nursery) -> str:
         from echsd.codex.mock import MockUpstream

@@ -97,6 +97,7 @@ class Tuning:
     hello_timeout_s: float = _knob(10.0, 0.1, 300.0)  # connect to a good hello, or the connection is closed
     blackboard_max_value_bytes: int = _knob(1 * MIB, 1024, 64 * MIB)  # one blackboard value, as JSON text
     blackboard_log_keep: int = _knob(10_000, 1, 10**9)  # blackboard changes kept for replay (subscribe {blackboard, since})
+    lease_s: float = _knob(10.0, 0.5, 600.0)  # PostgreSQL store: a node silent this long loses its threads to another
 
 
 @dataclass(frozen=True)

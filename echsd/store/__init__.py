@@ -12,16 +12,17 @@ from __future__ import annotations
 
 from echsd.store import ops, queries
 from echsd.store.conn import Conn
-from echsd.store.errors import StoreClosed, StoreConflict, StoreError
+from echsd.store.errors import LeaseLost, StoreClosed, StoreConflict, StoreError
 from echsd.store.rows import BlackboardChange, BlackboardRow, Gap, InputRow, ThreadRow
 from echsd.store.schema import LATEST_VERSION, MIGRATIONS
 from echsd.store.sqlite.checkpointer import run_checkpoints
 from echsd.store.store import Store
 from echsd.store.unit import Statement, Unit
-from echsd.store.writer import StoreWriter, WriterStats
+from echsd.store.writer import StoreWriter, WriteGuard, WriterStats
 
 __all__ = [
     "LATEST_VERSION",
+    "LeaseLost",
     "MIGRATIONS",
     "BlackboardChange",
     "BlackboardRow",
@@ -36,6 +37,7 @@ __all__ = [
     "StoreWriter",
     "ThreadRow",
     "Unit",
+    "WriteGuard",
     "WriterStats",
     "ops",
     "queries",

@@ -27,3 +27,14 @@ class StoreConflict(StoreError):
     nothing; the caller re-reads and decides again."""
 
     code = Conflict.code
+
+
+class LeaseLost(StoreError):
+    """The thread's lease belongs to another node now (it was adopted while this node was
+    paused or cut off): the write was refused, and this node must stop the thread."""
+
+    code = Unavailable.code
+
+    def __init__(self, message: str, thread_ids: frozenset[str] = frozenset()) -> None:
+        super().__init__(message)
+        self.thread_ids = thread_ids

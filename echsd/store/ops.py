@@ -27,6 +27,7 @@ __all__ = [
     "insert_input",
     "replace_items",
     "set_meta",
+    "set_owner",
     "update_input",
     "upsert_thread",
     "write_blackboard",
@@ -69,6 +70,11 @@ def upsert_thread(row: ThreadRow) -> Statement:
             row.updated_at,
         ),
     )
+
+
+def set_owner(thread_id: str, node_id: str, epoch: int | None) -> Statement:
+    """Name the node that runs the thread and the lease epoch it runs under."""
+    return ("UPDATE threads SET owner_node = ?, lease_epoch = ? WHERE thread_id = ?", (node_id, epoch, thread_id))
 
 
 def append_items(

@@ -47,6 +47,22 @@ def get_thread(conn: Conn, thread_id: str) -> ThreadRow | None:
     return thread_from_row(row) if row else None
 
 
+def leased_threads(conn: Conn, epoch: int) -> set[str]:
+    """The threads whose lease carries ``epoch`` (a node's incarnation)."""
+    return {r[0] for r in conn.execute("SELECT thread_id FROM threads WHERE lease_epoch = ?", (epoch,))}
+
+
+def owner_of(conn: Conn, thread_id: str) -> tuple[str | None, int | None] | None:
+    """(owner node, lease epoch) of ``thread_id``; None when there is no such thread."""
+    row = conn.execute("SELECT owner_node, lease_epoch FROM threads WHERE thread_id = ?", (thread_id,)).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def owners(conn: Conn) -> dict[str, str | None]:
+    """Every thread's owner node."""
+    return {r[0]: r[1] for r in conn.execute("SELECT thread_id, owner_node FROM threads")}
+
+
 def load_items(conn: Conn, thread_id: str) -> list[dict[str, Any]]:
     """The thread's Responses history in order."""
     rows = conn.execute("SELECT item FROM items WHERE thread_id = ? ORDER BY pos", (thread_id,))

@@ -226,6 +226,61 @@ CREATE TABLE blackboard_log(
 """
 
 
+# v4: several daemons over one database (PostgreSQL). A node registers an incarnation (a
+# globally increasing number) under a lease renewed by heartbeats and judged by the
+# database's clock; a thread row names the node that runs it and the incarnation it runs
+# under (``lease_epoch``), which every write of that thread is checked against (fencing).
+# ``requests`` carries operations for threads run by another node, and their answers.
+_V4 = """
+ALTER TABLE threads ADD COLUMN owner_node TEXT;
+ALTER TABLE threads ADD COLUMN lease_epoch INTEGER;
+CREATE INDEX threads_epoch ON threads(lease_epoch);
+CREATE TABLE nodes(
+    node_id     TEXT PRIMARY KEY,
+    incarnation INTEGER NOT NULL,
+    started_at  REAL NOT NULL,
+    expires_at  REAL NOT NULL,
+    address     TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE requests(
+    request_id TEXT PRIMARY KEY,
+    target     TEXT NOT NULL,
+    origin     TEXT NOT NULL,
+    thread_id  TEXT,
+    op         TEXT NOT NULL,
+    params     TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    answer     TEXT
+);
+CREATE INDEX requests_target ON requests(target) WHERE answer IS NULL;
+"""
+
+_PG_V4 = """
+ALTER TABLE threads ADD COLUMN owner_node TEXT COLLATE "C";
+ALTER TABLE threads ADD COLUMN lease_epoch BIGINT;
+CREATE INDEX threads_epoch ON threads(lease_epoch);
+CREATE SEQUENCE node_incarnations;
+CREATE TABLE nodes(
+    node_id     TEXT COLLATE "C" PRIMARY KEY,
+    incarnation BIGINT NOT NULL,
+    started_at  DOUBLE PRECISION NOT NULL,
+    expires_at  DOUBLE PRECISION NOT NULL,
+    address     TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE requests(
+    request_id TEXT COLLATE "C" PRIMARY KEY,
+    target     TEXT COLLATE "C" NOT NULL,
+    origin     TEXT COLLATE "C" NOT NULL,
+    thread_id  TEXT COLLATE "C",
+    op         TEXT NOT NULL,
+    params     TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    answer     TEXT
+);
+CREATE INDEX requests_target ON requests(target) WHERE answer IS NULL;
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     """One schema step, spelled in each dialect."""
@@ -241,6 +296,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(sqlite=_V1, postgresql=_PG_V1),
     Migration(sqlite=_V2, postgresql=_PG_V2),
     Migration(sqlite=_V3, postgresql=_PG_V3),
+    Migration(sqlite=_V4, postgresql=_PG_V4),
 )
 """Append only. Index i holds the scripts that move version i to i + 1."""
 

@@ -37,11 +37,14 @@ class Unit:
     is finished with the unit, in submission order, before anyone waiting on it wakes: the
     place for an owner of in-memory state to apply (or drop) what it decided, and publish
     it, with no checkpoint in between. It must not block; an exception is logged.
+    ``fence`` names the thread whose lease the unit was decided under: where several
+    daemons share the database, the writer's guard refuses it once the lease moved on.
     """
 
     events: list[Event] = field(default_factory=list)
     statements: list[Statement] = field(default_factory=list)
     on_done: Callable[[StoreError | None], None] | None = None
+    fence: str | None = None  # the thread this unit writes for (checked against its lease)
     _submitted: bool = field(default=False, init=False, repr=False)
     _done: bool = field(default=False, init=False, repr=False)
     _error: BaseException | None = field(default=None, init=False, repr=False)

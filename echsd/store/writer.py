@@ -25,10 +25,11 @@ Rules this module keeps:
   ``put_nowait`` raises ``trio.WouldBlock``.
 
 The writer knows nothing of the engine: the connection (``echsd.store.conn.Conn``) opens
-and commits transactions and inserts events its own fastest way. That is also where
-fencing will go when threads are leased to nodes (issue 15): a unit will carry the lease
-epoch it was decided under and the backend's transaction checks it before writing, so a
-node whose lease was taken can never append.
+and commits transactions and inserts events its own fastest way. Where several daemons
+share the database, a ``WriteGuard`` runs inside every transaction: before the units, it
+checks that each fenced thread is still leased to this node (a unit of a thread adopted
+elsewhere fails with ``LeaseLost``, which the guard hears about); after them, it tells the
+other nodes what was written (``NOTIFY``, delivered at commit).
 """
 
 from __future__ import annotations
@@ -36,19 +37,33 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import trio
 
 from echsd.events import Event
 from echsd.logs import get_logger
 from echsd.store.conn import Conn
-from echsd.store.errors import StoreClosed, StoreConflict, StoreError
+from echsd.store.errors import LeaseLost, StoreClosed, StoreConflict, StoreError
 from echsd.store.unit import Unit, apply_units
 
 log = get_logger("echsd.store.writer")
 
 OnCommit = Callable[[list[Event]], None]
 SLOW_BATCH_S = 1.0  # a batch slower than this is logged (store_batch_slow)
+
+
+class WriteGuard(Protocol):
+    """Hooks into every write transaction (on the writer thread), and back on trio."""
+
+    def before(self, conn: Conn, units: Sequence[Unit]) -> None:
+        """Raise ``LeaseLost`` if any unit's ``fence`` thread is no longer ours."""
+
+    def after(self, conn: Conn, units: Sequence[Unit]) -> None:
+        """Last statements of the transaction (e.g. notifications)."""
+
+    def lost(self, thread_ids: frozenset[str]) -> None:
+        """On the trio thread: units of these threads were refused (``LeaseLost``)."""
 
 
 @dataclass(slots=True)
@@ -83,6 +98,7 @@ class StoreWriter:
             raise ValueError("max_pending must be >= 1")
         self._conn = conn
         self._on_commit = on_commit
+        self.guard: WriteGuard | None = None  # set by the cluster (several daemons)
         self.max_pending = max_pending
         self._retry_base_s = retry_base_s
         self._retry_max_s = retry_max_s
@@ -324,6 +340,10 @@ class StoreWriter:
                 error = wrapped
             if isinstance(error, StoreConflict):  # an expected outcome: the owner decides again
                 log.info("store_unit_conflict", error=str(error))
+            elif isinstance(error, LeaseLost):
+                log.warning("store_unit_fenced", error=str(error))
+                if self.guard is not None:
+                    self._tell_guard(error.thread_ids)
             else:
                 log.error(
                     "store_unit_failed",
@@ -336,12 +356,28 @@ class StoreWriter:
         if self._space:
             self._space.unpark_all()
 
+    def _tell_guard(self, thread_ids: frozenset[str]) -> None:
+        assert self.guard is not None
+        try:
+            self.guard.lost(thread_ids)
+        except Exception:
+            log.exception("store_guard_failed")
+
     # -- on the writer thread ----------------------------------------------------------
+
+    def _apply(self, units: Sequence[Unit]) -> None:
+        """One transaction: the guard's check, the units, the guard's last word."""
+        guard = self.guard
+        with self._conn.transaction():
+            if guard is not None:
+                guard.before(self._conn, units)
+            apply_units(self._conn, units)
+            if guard is not None:
+                guard.after(self._conn, units)
 
     def _apply_together(self, units: Sequence[Unit]) -> Exception | None:
         try:
-            with self._conn.transaction():
-                apply_units(self._conn, units)
+            self._apply(units)
         except Exception as exc:  # reported to the trio side
             return exc
         return None
@@ -351,8 +387,7 @@ class StoreWriter:
         results: list[Exception | None] = []
         for unit in units:
             try:
-                with self._conn.transaction():
-                    apply_units(self._conn, (unit,))
+                self._apply((unit,))
             except Exception as exc:
                 if self._conn.is_transient(exc):
                     return results, exc

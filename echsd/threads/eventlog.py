@@ -45,7 +45,7 @@ class ThreadLog:
             if event_type in DELTA_EVENTS:
                 deltas += 1
                 self.delta_chars_since_fold += _delta_size(data)
-        unit = Unit(events=built, statements=list(statements))
+        unit = Unit(events=built, statements=list(statements), fence=self.thread_id)
         self.writer.put_nowait(unit)  # raises before any seq is taken if the writer is full
         self.last_seq = seq
         self.deltas_since_fold += deltas
@@ -54,7 +54,7 @@ class ThreadLog:
     def emit_one(self, event_type: str, data: dict[str, Any], *statements: Statement) -> Unit:
         """The hot path (every delta): one event, no intermediate lists."""
         seq = self.last_seq + 1
-        unit = Unit(events=[Event(self.thread_id, seq, event_type, time.time(), data)], statements=list(statements))
+        unit = Unit(events=[Event(self.thread_id, seq, event_type, time.time(), data)], statements=list(statements), fence=self.thread_id)
         self.writer.put_nowait(unit)
         self.last_seq = seq
         if event_type in DELTA_EVENTS:

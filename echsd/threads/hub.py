@@ -39,6 +39,10 @@ class EventHub:
         self._listeners.setdefault(thread_id, []).append(listening)
         return listening
 
+    def wants(self, thread_id: str) -> bool:
+        """Whether anyone here listens to ``thread_id`` (itself or every thread)."""
+        return ALL in self._listeners or thread_id in self._listeners
+
     def _remove(self, listening: Listening) -> None:
         group = self._listeners.get(listening.key)
         if group and listening in group:

@@ -38,14 +38,16 @@ class GivenUp:
 
 
 class ThreadRecord:
-    __slots__ = ("core", "log", "actor_started", "failed", "mailbox_send", "mailbox_receive")
+    __slots__ = ("core", "log", "actor_started", "failed", "mailbox_send", "mailbox_receive", "stop", "node")
 
-    def __init__(self, core: ThreadCore, log: ThreadLog) -> None:
+    def __init__(self, core: ThreadCore, log: ThreadLog, node: str = "") -> None:
         self.core = core  # replaced (rebuilt from the store) only when the worker crashed
         self.log = log
         self.actor_started = False
         self.failed: GivenUp | None = None  # set while the worker, which kept crashing, is given up
         self.mailbox_send, self.mailbox_receive = trio.open_memory_channel[Request](MAILBOX_SIZE)
+        self.stop = trio.CancelScope()  # cancelled when another node takes the thread over
+        self.node = node  # the daemon that runs it (``--node-id``)
 
     @property
     def thread_id(self) -> str:
@@ -55,6 +57,7 @@ class ThreadRecord:
         """The thread object of CONTRACT.md 2.5."""
         data = self.core.snapshot()
         data["last_seq"] = self.log.last_seq
+        data["node"] = self.node
         if self.failed is not None:
             data["failed"] = self.failed.reason
         return data

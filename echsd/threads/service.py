@@ -11,10 +11,12 @@ import time
 from typing import Any
 
 from echsd import __version__
-from echsd.errors import BadRequest
+from echsd.errors import BadRequest, NotFound
+from echsd.ids import is_thread_id
 from echsd.paging import page_of
 from echsd.settings import Settings
 from echsd.store import Gap, queries
+from echsd.threads.directory import stored_objects
 from echsd.threads.state import ThreadState
 from echsd.threads.supervisor import Supervisor
 from echsd.tools.capabilities import Peer
@@ -26,11 +28,69 @@ ENVELOPE_BYTES = 128  # an event's envelope around its stored data, at most
 
 
 class ThreadService:
-    def __init__(self, supervisor: Supervisor, settings: Settings) -> None:
+    def __init__(self, supervisor: Supervisor, settings: Settings, cluster: Any = None) -> None:
         self.supervisor = supervisor
         self.settings = settings
         self.store = supervisor.store
         self.started = time.monotonic()
+        self.cluster = cluster  # ``echsd.cluster.ClusterNode`` where several nodes share the store
+
+    @property
+    def shared(self) -> bool:
+        """Whether other nodes run threads of this store (reads then include theirs)."""
+        return self.supervisor.remote is not None
+
+    async def status_all(self) -> dict[str, Any]:
+        """``status``, with the nodes sharing the store and their lease health."""
+        data = self.status()
+        data["node"] = self.supervisor.node_id
+        if self.cluster is not None:
+            data["nodes"] = await self.cluster.nodes()
+            data["threads"]["cluster_total"] = sum(node["threads"] for node in data["nodes"])
+        else:
+            data["nodes"] = [{"node_id": self.supervisor.node_id, "alive": True, "lease_expires_in_s": None, "threads": len(self.supervisor.records)}]
+        return data
+
+    async def find(self, thread_id: str) -> dict[str, Any]:
+        """``thread.get`` wherever the thread runs."""
+        if not self.shared or thread_id in self.supervisor.records:
+            return self.get(thread_id)
+        if not is_thread_id(thread_id):
+            self.supervisor.record(thread_id)  # the not_found of a malformed id
+        found = await self.store.read(lambda conn: stored_objects(conn, set(self.supervisor.records), only=thread_id))
+        if not found:
+            raise NotFound(f"no thread {thread_id}")
+        return found[0]
+
+    async def list_all(self, offset: int | None = None, limit: int | None = None) -> list[dict[str, Any]] | dict[str, Any]:
+        """``thread.list`` over every node's threads."""
+        if not self.shared:
+            return self.list(offset, limit)
+        local = set(self.supervisor.records)
+        objects = [record.to_object() for record in self.supervisor.records.values()]
+        objects += await self.store.read(lambda conn: stored_objects(conn, local))
+        objects.sort(key=lambda thread: (thread["created_at"], thread["thread_id"]))
+        if offset is None and limit is None:
+            return objects
+        return page_of(objects, offset, limit, self.page_bytes, lambda thread: thread)
+
+    async def tree_all(self, thread_id: str | None = None) -> list[dict[str, Any]]:
+        """``thread.tree`` over every node's threads."""
+        if not self.shared:
+            return self.tree(thread_id)
+        listed = await self.list_all()
+        assert isinstance(listed, list)
+        by_id = {thread["thread_id"]: thread for thread in listed}
+        if thread_id is not None and thread_id not in by_id:
+            raise NotFound(f"no thread {thread_id}")
+
+        def node(tid: str) -> dict[str, Any]:
+            thread = by_id[tid]
+            return {"thread_id": tid, "state": thread["state"], "children": [node(c) for c in thread["children"] if c in by_id]}
+
+        if thread_id is not None:
+            return [node(thread_id)]
+        return [node(t["thread_id"]) for t in listed if t["parent"] not in by_id]
 
     def status(self) -> dict[str, Any]:
         counts = {state.value: 0 for state in ThreadState}
@@ -138,7 +198,10 @@ class ThreadService:
         return self.supervisor.remote_calls.result(peer, call_id, output)
 
     async def events(self, thread_id: str, since: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        self.supervisor.record(thread_id)
+        if self.shared and thread_id not in self.supervisor.records:
+            await self.find(thread_id)
+        else:
+            self.supervisor.record(thread_id)
         if since < 0:
             raise BadRequest("since must be >= 0")
         if limit is not None and limit <= 0:

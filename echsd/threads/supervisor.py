@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 import trio
 
@@ -57,6 +57,14 @@ log = get_logger(__name__)
 TurnListener = Callable[[str, TurnEnd | None], None]
 
 
+class RemoteThreads(Protocol):
+    """Threads run by other nodes sharing the database (``echsd.cluster``)."""
+
+    async def forward(self, thread_id: str | None, op: str, params: dict[str, Any], timeout_s: float, node: str | None = None) -> Any:
+        """Run ``op`` where ``thread_id`` runs (or on ``node``); NotFound if nowhere."""
+        ...
+
+
 class Supervisor:
     def __init__(
         self,
@@ -92,36 +100,60 @@ class Supervisor:
             blackboard=blackboard,
         )
         self._turn_listeners: list[TurnListener] = []
+        self.node_id = store.node_id
+        self.lease_epoch: int | None = None  # this node's lease (None: the only node, SQLite)
+        self.remote: RemoteThreads | None = None  # set when several nodes share the store
         self._nursery: trio.Nursery | None = None
         self._eager: list[ThreadRecord] = []
         self._closing = False
 
     # ---- start-up --------------------------------------------------------------------
 
-    async def load(self) -> None:
-        """Load every thread's metadata; remember which need their actor right away."""
+    async def load(self, epoch: int | None = None) -> None:
+        """Load the metadata of every thread this node runs (all of them, or those leased
+        under ``epoch``); remember which need their actor right away."""
+        self.lease_epoch = epoch
+        self._eager = self._add_records(await self.store.read(lambda conn: _read_threads(conn, epoch, None)))
+        log.info("threads loaded", threads=len(self.records), resuming=len(self._eager))
 
-        def read(conn: Any) -> tuple[list[Any], list[Any], dict[str, int]]:
-            return queries.load_threads(conn), queries.load_inputs(conn, None), queries.last_seqs(conn)
+    async def adopt(self, thread_ids: list[str]) -> None:
+        """Run threads this node has just been leased (another node's, which stopped
+        renewing): the same recovery as at start-up."""
+        wanted = [thread_id for thread_id in thread_ids if thread_id not in self.records]
+        if not wanted or self._closing:
+            return
+        epoch = self.lease_epoch
+        eager = self._add_records(await self.store.read(lambda conn: _read_threads(conn, epoch, wanted)))
+        for record in eager:
+            self.ensure_actor(record)
+        log.info("threads adopted", threads=len(wanted), resuming=len(eager))
 
-        rows, inputs, last_seqs = await self.store.read(read)
+    def drop(self, thread_ids: frozenset[str] | list[str], reason: str) -> None:
+        """Stop running these threads at once (another node holds their lease now): their
+        workers are cancelled (sessions and processes with them) and their records go."""
+        for thread_id in thread_ids:
+            record = self.records.pop(thread_id, None)
+            if record is not None:
+                record.stop.cancel()
+        if thread_ids:
+            log.warning("threads dropped", threads=len(thread_ids), reason=reason)
+
+    def _add_records(self, loaded: tuple[list[Any], list[Any], dict[str, int], dict[str, list[str]]]) -> list[ThreadRecord]:
+        rows, inputs, last_seqs, children = loaded
         pending: dict[str, int] = {}
         for input_row in inputs:
             pending[input_row.thread_id] = pending.get(input_row.thread_id, 0) + 1
-        children: dict[str, list[str]] = {}
-        for row in rows:
-            if row.parent is not None:
-                children.setdefault(row.parent, []).append(row.thread_id)
+        added = []
         for row in rows:
             core = ThreadCore.from_row(row, pending_inputs=pending.get(row.thread_id, 0), children=children.get(row.thread_id, ()))
             log_ = ThreadLog(row.thread_id, self.store.writer, last_seqs.get(row.thread_id, 0))
-            self.records[row.thread_id] = ThreadRecord(core, log_)
-        self._eager = [
+            self.records[row.thread_id] = record = ThreadRecord(core, log_, self.node_id)
+            added.append(record)
+        return [
             record
-            for record in self.records.values()
+            for record in added
             if record.core.active_turn is not None or (record.core.queued and record.core.state is ThreadState.IDLE)
         ]
-        log.info("threads loaded", threads=len(self.records), resuming=len(self._eager))
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -152,6 +184,10 @@ class Supervisor:
         self._nursery.start_soon(self._supervise, record, name=f"actor:{record.thread_id}")
 
     async def _supervise(self, record: ThreadRecord) -> None:
+        with record.stop:  # cancelled when another node takes the thread (``drop``)
+            await self._supervise_worker(record)
+
+    async def _supervise_worker(self, record: ThreadRecord) -> None:
         crashes: deque[float] = deque()
         crashed: BaseException | None = None
         while True:  # one worker per pass; a crash restarts it (a give-up after a cool-down)
@@ -181,7 +217,9 @@ class Supervisor:
                 error_reply(request.reply, given_up.refusal(record.thread_id))
 
     async def call(self, thread_id: str, op: str, timeout_s: float = DEFAULT_TIMEOUT_S, **params: Any) -> Any:
-        """Send ``op`` to the thread's actor and wait for its answer."""
+        """Send ``op`` to the thread's actor and wait for its answer (wherever it runs)."""
+        if self.remote is not None and thread_id not in self.records and is_thread_id(thread_id):
+            return await self.remote.forward(thread_id, op, params, timeout_s)
         record = self.record(thread_id)
         if op == "kill" and record.failed is not None:
             return await kill_offline(record, self.store, params.get("reason", "killed"))
@@ -225,15 +263,20 @@ class Supervisor:
         """A sub-agent's turn ended: its parent gets ``subagent.completed`` (through its
         actor, which logs it), whether or not anyone waits."""
         record = self.records.get(thread_id)
-        parent = self.records.get(record.core.parent or "") if record is not None else None
-        if record is None or parent is None or not parent.core.alive or parent.failed is not None or self._closing:
+        if record is None or record.core.parent is None or self._closing:
             return
+        parent = self.records.get(record.core.parent)
         data = {
             "agent_id": thread_id,
             "turn_id": end.turn_id if end is not None else None,
             "status": end.status if end is not None else "killed",
             "final_message": end.final_text if end is not None else "",
         }
+        if parent is None and self.remote is not None and self._nursery is not None:  # run by another node
+            self._nursery.start_soon(self._tell_remote_parent, record.core.parent, data)
+            return
+        if parent is None or not parent.core.alive or parent.failed is not None:
+            return
         request = Request("child_finished", {"data": data})
         try:
             self.ensure_actor(parent)
@@ -243,6 +286,12 @@ class Supervisor:
             self._nursery.start_soon(parent.mailbox_send.send, request)
         except Unavailable:
             pass
+
+    async def _tell_remote_parent(self, parent_id: str, data: dict[str, Any]) -> None:
+        try:
+            await self.call(parent_id, "child_finished", data=data)
+        except EchsError as exc:
+            log.warning("cannot tell a parent on another node", parent=parent_id, child=data["agent_id"], error=exc.message)
 
     # ---- the thread tree (ThreadTree, for the actors) --------------------------------
 
@@ -256,7 +305,8 @@ class Supervisor:
         while frontier:
             child = frontier.pop()
             found.append(child)
-            frontier.extend(self.records[child].core.children)
+            if child in self.records:  # a child run by another node is that node's to walk
+                frontier.extend(self.records[child].core.children)
         return found
 
     def depth(self, thread_id: str) -> int:
@@ -269,7 +319,7 @@ class Supervisor:
         depth = self.depth(parent_id) + 1
         if depth > self.tuning.max_depth:
             raise InvalidState(f"a child of {parent_id} would be {depth} levels deep; the limit is max_depth={self.tuning.max_depth}")
-        live = [child for child in self.records[parent_id].core.children if self.records[child].core.alive]
+        live = [child for child in self.records[parent_id].core.children if child not in self.records or self.records[child].core.alive]
         if len(live) >= self.tuning.max_children:
             raise InvalidState(f"thread {parent_id} has {len(live)} live children; the limit is max_children={self.tuning.max_children}")
 
@@ -278,18 +328,26 @@ class Supervisor:
             raise Unavailable("the daemon is shutting down: no new threads")
         thread_id = new_thread_id()
         core = ThreadCore(thread_id, parent=parent, created_at=time.time(), state=ThreadState.IDLE, config=config, extra=extra)
-        record = ThreadRecord(core, ThreadLog(thread_id, self.store.writer, 0))
+        record = ThreadRecord(core, ThreadLog(thread_id, self.store.writer, 0), self.node_id)
         self.records[thread_id] = record
-        unit = record.log.emit_one("thread.created", {"thread": record.to_object()}, ops.upsert_thread(core.to_row()))
+        unit = record.log.emit_one(
+            "thread.created", {"thread": record.to_object()}, ops.upsert_thread(core.to_row()), ops.set_owner(thread_id, self.node_id, self.lease_epoch)
+        )
         return record, unit
 
     async def create_thread(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """``thread.create``: a child through its parent's actor, a root directly."""
+        node = params.get("node")
+        params = {key: value for key, value in params.items() if key != "node"}
         parent = params.get("parent")
         if parent is not None:
-            self.record(parent)
-            result: dict[str, Any] = await self.call(parent, "adopt_child", params=dict(params))
+            result: dict[str, Any] = await self.call(parent, "adopt_child", params=params)
             return result
+        if node is not None and node != self.node_id:
+            if self.remote is None:
+                raise NotFound(f"no node {node!r}: this daemon ({self.node_id}) runs alone")
+            placed: dict[str, Any] = await self.remote.forward(None, "create", dict(params), DEFAULT_TIMEOUT_S, node=node)
+            return placed
         config = self.build_config(params)
         await self.store.writer.wait_room()
         record, unit = self.register_thread(config, None)
@@ -298,6 +356,9 @@ class Supervisor:
 
     async def kill(self, thread_id: str) -> dict[str, Any]:
         """Kill a thread and every descendant; returns the ids killed now."""
+        if self.remote is not None and thread_id not in self.records and is_thread_id(thread_id):
+            killed_there: dict[str, Any] = await self.remote.forward(thread_id, "kill_tree", {}, DEFAULT_TIMEOUT_S)
+            return killed_there
         record = self.record(thread_id)
         if not record.core.alive:
             raise InvalidState(f"thread {thread_id} is killed")
@@ -305,10 +366,22 @@ class Supervisor:
         await self._kill_tree(thread_id, "killed", killed, thread_id)
         return {"thread_id": thread_id, "killed": killed, "state": record.core.state.value}
 
+    async def kill_subtree(self, thread_id: str, reason: str, killed: list[str]) -> None:
+        """Kill a subtree whose ancestor (run by another node) was killed."""
+        await self._kill_tree(thread_id, reason, killed, thread_id)
+
     async def _kill_tree(self, thread_id: str, reason: str, killed: list[str], root: str) -> None:
         """Kill ``thread_id``; once it is killed it takes no new children, so its list of
         children is final and each subtree is killed the same way, in parallel."""
-        record = self.records[thread_id]
+        record = self.records.get(thread_id)
+        if record is None:  # run by another node: it kills that subtree
+            if self.remote is not None:
+                try:
+                    answer = await self.remote.forward(thread_id, "kill_tree", {"reason": reason}, DEFAULT_TIMEOUT_S)
+                    killed.extend(answer.get("killed", []))
+                except EchsError as exc:
+                    log.error("cannot kill thread on another node", thread_id=thread_id, error=exc.message)
+            return
         if record.core.alive:
             try:
                 answer = await self.call(thread_id, "kill", reason=reason)
@@ -319,7 +392,7 @@ class Supervisor:
                 pass  # killed meanwhile
             except EchsError as exc:
                 log.error("cannot kill thread", thread_id=thread_id, error=exc.message)
-        children = list(self.records[thread_id].core.children)
+        children = list(record.core.children)
         if children:
             async with trio.open_nursery() as nursery:
                 for child in children:
@@ -386,3 +459,22 @@ class Supervisor:
                 await request.reply.wait(timeout_s)
         except (trio.TooSlowError, Timeout, Exception) as exc:
             log.warning("thread did not stop in time", thread_id=record.thread_id, error=repr(exc))
+
+
+def _read_threads(conn: Any, epoch: int | None, thread_ids: list[str] | None) -> tuple[list[Any], list[Any], dict[str, int], dict[str, list[str]]]:
+    """Rows, pending inputs and last seqs of the threads to run here (leased under ``epoch``
+    when given; only ``thread_ids`` when given), and every thread's children (a child may
+    be run by another node)."""
+    rows = queries.load_threads(conn)
+    children: dict[str, list[str]] = {}
+    for row in rows:
+        if row.parent is not None:
+            children.setdefault(row.parent, []).append(row.thread_id)
+    keep = queries.leased_threads(conn, epoch) if epoch is not None else None
+    if thread_ids is not None:
+        keep = set(thread_ids) if keep is None else keep & set(thread_ids)
+    if keep is not None:
+        rows = [row for row in rows if row.thread_id in keep]
+    inputs = [i for i in queries.load_inputs(conn, None) if keep is None or i.thread_id in keep]
+    last_seqs = queries.last_seqs(conn) if keep is None or len(keep) > 64 else queries.last_seqs(conn, keep)
+    return rows, inputs, last_seqs, children

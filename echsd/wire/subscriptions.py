@@ -75,7 +75,7 @@ class Subscriptions:
 
     async def subscribe(self, key: str, since: int | None) -> dict[str, Any]:
         if key != ALL:
-            last = self.service.get(key)["last_seq"]  # not_found for an unknown thread
+            last = (await self.service.find(key))["last_seq"]  # not_found for an unknown thread
             if since is not None and since > last:
                 # Its cursor would hide the live events up to ``since`` and claim a last_seq
                 # the thread does not have.
@@ -109,7 +109,8 @@ class Subscriptions:
                 follow.skip_to(key, last)
             threads: set[str] = set()
         elif key == ALL:
-            threads = {thread["thread_id"] for thread in self.service.list()}
+            listed = await self.service.list_all()
+            threads = {thread["thread_id"] for thread in listed}
         else:
             threads = {key}
         sent = 0

@@ -29,7 +29,7 @@ PINNED_DIGESTS = {
         3: "22bbc4176018d9a9250bc198ded5af0aadc371e251d6a58d9bc363ab2c438d47",
     },
 }
-TABLES = {"threads", "items", "inputs", "events", "event_gaps", "blackboard", "blackboard_log", "meta", "schema_version"}
+TABLES = {"threads", "items", "inputs", "events", "event_gaps", "blackboard", "blackboard_log", "meta", "nodes", "requests", "schema_version"}
 LIST_TABLES = {
     "sqlite": "SELECT name FROM sqlite_master WHERE type = 'table'",
     "postgresql": "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",

@@ -31,6 +31,11 @@ class PgStore(Store):
         self._url = url
         self._application_name = application_name(node_id)
 
+    @property
+    def url(self) -> str:
+        """The connection URL, password included: for this node's own extra connections."""
+        return self._url
+
     @classmethod
     def connect(
         cls,

@@ -1,0 +1,48 @@
+"""``LeaseGuard``: the store writer's guard where several daemons share PostgreSQL.
+
+Inside every write transaction it (1) checks, under a share lock on the thread rows, that
+every thread the units write for is still leased to this node's incarnation, and (2) as the
+transaction's last statement, notifies the other nodes which events it appended (thread,
+first and last seq), which PostgreSQL delivers at commit and only then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from echsd.cluster.channels import EVENTS, event_notices
+from echsd.cluster.nodes import epochs_of
+from echsd.store import Conn, LeaseLost, Unit
+
+
+class LeaseGuard:
+    def __init__(self, on_lost: Callable[[frozenset[str]], None]) -> None:
+        self.epoch: int | None = None  # this node's incarnation; None while it holds no lease
+        self._on_lost = on_lost
+
+    def before(self, conn: Conn, units: Sequence[Unit]) -> None:
+        fenced = sorted({unit.fence for unit in units if unit.fence is not None})
+        if not fenced:
+            return
+        epoch = self.epoch
+        lost = frozenset(
+            thread_id for thread_id, held in epochs_of(conn, fenced).items() if epoch is None or held != epoch
+        )
+        if lost:
+            shown = ", ".join(sorted(lost)[:3]) + (" ..." if len(lost) > 3 else "")
+            raise LeaseLost(f"the lease of {shown} is held by another node now; write refused", lost)
+
+    def after(self, conn: Conn, units: Sequence[Unit]) -> None:
+        ranges: dict[str, list[int]] = {}
+        for unit in units:
+            for event in unit.events:
+                span = ranges.get(event.thread_id)
+                if span is None:
+                    ranges[event.thread_id] = [event.seq, event.seq]
+                else:
+                    span[1] = event.seq
+        for payload in event_notices(ranges):
+            conn.execute("SELECT pg_notify(?, ?)", (EVENTS, payload))
+
+    def lost(self, thread_ids: frozenset[str]) -> None:
+        self._on_lost(thread_ids)

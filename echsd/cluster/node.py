@@ -1,0 +1,222 @@
+"""``ClusterNode``: this daemon as one node of several sharing a PostgreSQL store.
+
+It joins (``join``: a new incarnation, which leases it its own threads), then runs: the
+heartbeat that renews the lease every ``lease_s / 3`` and adopts the threads of nodes whose
+lease ran out; the LISTEN connection; the event relay; the request forwarder. It is the
+supervisor's ``RemoteThreads``: an operation on a thread run elsewhere goes to its owner.
+
+Losing the lease (another node adopted this incarnation, or the database was out of reach
+for a whole lease) stops every thread here at once, then the node joins again under a new
+incarnation, taking back only what nobody took.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any, Callable, TypeVar
+
+import trio
+
+from echsd.cluster import nodes
+from echsd.cluster.channels import ANSWERS, EVENTS, REQUESTS
+from echsd.cluster.forwarding import Forwarder
+from echsd.cluster.guard import LeaseGuard
+from echsd.cluster.listener import Listener
+from echsd.cluster.relay import EventRelay
+from echsd.errors import EchsError, NotFound, Unavailable
+from echsd.logs import get_logger
+from echsd.store import Store, queries
+from echsd.store.postgres.connection import PgConn
+from echsd.store.postgres.store import PgStore, application_name
+from echsd.threads.hub import EventHub
+from echsd.threads.supervisor import Supervisor
+
+log = get_logger(__name__)
+T = TypeVar("T")
+
+
+class ClusterNode:
+    def __init__(self, store: PgStore, hub: EventHub, lease_s: float, address: str = "") -> None:
+        self.store: Store = store
+        self._url = store.url
+        self.node_id = store.node_id
+        self.lease_s = lease_s
+        self.address = address
+        self.epoch: int | None = None
+        self.guard = LeaseGuard(self._fenced)
+        self.relay = EventRelay(store, hub, self._is_local)
+        self._supervisor: Supervisor | None = None
+        self.forwarder = Forwarder(store, self.node_id, self._serve)
+        self._conn = PgConn(store.url, application_name(self.node_id) + " lease")
+        self._limiter = trio.CapacityLimiter(1)
+        self._lost = trio.Event()
+        self.adoptions = 0  # threads adopted from other nodes (status, tests)
+
+    # -- joining -------------------------------------------------------------------------------
+
+    async def join(self) -> int:
+        """Register a new incarnation; returns its epoch (the threads leased to it)."""
+        self.epoch = await self._db(nodes.register, self.node_id, self.lease_s, self.address)
+        self.guard.epoch = self.epoch
+        log.info("cluster_joined", node_id=self.node_id, epoch=self.epoch, lease_s=self.lease_s)
+        return self.epoch
+
+    def attach(self, supervisor: Supervisor) -> None:
+        self._supervisor = supervisor
+        supervisor.remote = self
+        self.store.writer.guard = self.guard
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        url = self._url
+        listener = Listener(
+            url,
+            application_name(self.node_id) + " listen",
+            {EVENTS: self.relay.on_notice, REQUESTS: self.forwarder.on_request, ANSWERS: self.forwarder.on_answer},
+            self._reconnected,
+        )
+        async with trio.open_nursery() as nursery:
+            await nursery.start(listener.run)
+            await nursery.start(self.relay.run)
+            await nursery.start(self.forwarder.run)
+            nursery.start_soon(self._heartbeat)
+            task_status.started()
+
+    def close(self) -> None:
+        """On a clean stop the lease is kept until it expires: a node restarted within it
+        takes its threads straight back (their work is often bound to this host's files);
+        one that stays away has them adopted elsewhere."""
+        self._conn.close()
+
+    # -- the lease -----------------------------------------------------------------------------
+
+    async def _heartbeat(self) -> None:
+        period = self.lease_s / 3
+        renewed_at = trio.current_time()
+        while True:
+            with trio.move_on_after(period):
+                await self._lost.wait()
+            if self._lost.is_set():
+                await self._rejoin("another node took this node's threads")
+                renewed_at = trio.current_time()
+                continue
+            try:
+                assert self.epoch is not None
+                held = await self._db(nodes.renew, self.node_id, self.epoch, self.lease_s)
+            except Exception as exc:
+                silent = trio.current_time() - renewed_at
+                log.warning("cluster_renew_failed", error=repr(exc), silent_s=round(silent, 1))
+                if silent > self.lease_s and self._supervisor is not None and self._supervisor.records:
+                    self._stop_all(f"the database was out of reach for {silent:.0f} s (the lease is {self.lease_s:g} s)")
+                    self._lost.set()
+                continue
+            if not held:
+                self._stop_all("another node adopted this node's threads")
+                await self._rejoin("the lease was lost")
+            renewed_at = trio.current_time()
+            await self._adopt_expired()
+
+    async def _adopt_expired(self) -> None:
+        try:
+            dead = await self._db(nodes.expired)
+        except Exception as exc:
+            log.warning("cluster_scan_failed", error=repr(exc))
+            return
+        for node in dead:
+            if node == (self.node_id, self.epoch):
+                continue
+            assert self.epoch is not None
+            try:
+                adopted = await self._db(nodes.adopt, node, self.node_id, self.epoch)
+            except Exception as exc:
+                log.warning("cluster_adopt_failed", node=node[0], error=repr(exc))
+                continue
+            log.warning("cluster_adopted", dead_node=node[0], dead_epoch=node[1], threads=len(adopted))
+            self.adoptions += len(adopted)
+            if adopted and self._supervisor is not None:
+                await self._supervisor.adopt(adopted)
+            await self.forwarder.pick_up()
+
+    async def _rejoin(self, reason: str) -> None:
+        self._stop_all(reason)
+        while True:
+            try:
+                epoch = await self.join()
+                break
+            except Exception as exc:
+                log.warning("cluster_rejoin_failed", error=repr(exc))
+                await trio.sleep(min(1.0, self.lease_s / 3))
+        self._lost = trio.Event()
+        if self._supervisor is not None:
+            self._supervisor.lease_epoch = epoch
+            mine = await self.store.read(lambda conn: sorted(queries.leased_threads(conn, epoch)))
+            await self._supervisor.adopt(mine)
+        await self.forwarder.pick_up()
+
+    def _stop_all(self, reason: str) -> None:
+        self.guard.epoch = None  # nothing more is written under the old lease
+        if self._supervisor is not None:
+            self._supervisor.drop(list(self._supervisor.records), reason)
+
+    def _fenced(self, thread_ids: frozenset[str]) -> None:
+        """The writer refused writes of these threads: another node holds them now."""
+        if self._supervisor is not None:
+            self._supervisor.drop(thread_ids, "another node holds the lease now")
+        if self.guard.epoch is not None:
+            self._lost.set()  # the heartbeat checks the whole lease at once
+
+    def _reconnected(self) -> None:
+        self.relay.on_reconnect()
+        self.forwarder.pick_up_soon()
+
+    def _is_local(self, thread_id: str) -> bool:
+        return self._supervisor is not None and thread_id in self._supervisor.records
+
+    async def _db(self, fn: Callable[..., T], *args: Any) -> T:
+        return await trio.to_thread.run_sync(fn, self._conn, *args, limiter=self._limiter)
+
+    # -- RemoteThreads -------------------------------------------------------------------------
+
+    async def forward(self, thread_id: str | None, op: str, params: dict[str, Any], timeout_s: float, node: str | None = None) -> Any:
+        if node is None:
+            assert thread_id is not None
+            owner = await self.store.read(lambda conn: queries.owner_of(conn, thread_id))
+            if owner is None:
+                raise NotFound(f"no thread {thread_id}")
+            node = owner[0] or ""
+            if node == self.node_id:
+                raise Unavailable(f"thread {thread_id} is being taken over by this node ({node}); try again in a moment")
+        else:
+            known = {row.node_id: row for row in await self._db(nodes.nodes)}
+            if node not in known:
+                raise NotFound(f"no node {node!r} (nodes: {', '.join(sorted(known)) or 'none'})")
+            if known[node].expires_in_s <= 0:
+                raise Unavailable(f"node {node!r} has not renewed its lease for {-known[node].expires_in_s:.0f} s")
+        if op == "send" and not params.get("client_msg_id"):
+            params = {**params, "client_msg_id": f"fwd-{secrets.token_hex(8)}"}  # runs once, even if run twice
+        kind = op if op in ("create", "kill_tree", "delete") else f"actor:{op}"
+        return await self.forwarder.forward(node, thread_id, kind, params, timeout_s)
+
+    async def _serve(self, thread_id: str | None, kind: str, params: dict[str, Any]) -> Any:
+        """A request from another node, answered as a local client would be."""
+        supervisor = self._supervisor
+        if supervisor is None:
+            raise Unavailable(f"node {self.node_id} is starting")
+        if kind == "create":
+            return await supervisor.create_thread(params)
+        assert thread_id is not None
+        if thread_id not in supervisor.records:
+            raise Unavailable(f"thread {thread_id} is not run by node {self.node_id} any more; try again")
+        if kind == "kill_tree":
+            if "reason" in params:
+                killed: list[str] = []
+                await supervisor.kill_subtree(thread_id, params["reason"], killed)
+                return {"thread_id": thread_id, "killed": killed}
+            return await supervisor.kill(thread_id)
+        if kind == "delete":
+            return await supervisor.delete(thread_id)
+        if kind.startswith("actor:"):
+            return await supervisor.call(thread_id, kind.removeprefix("actor:"), **params)
+        raise EchsError(f"unknown forwarded operation {kind!r}")
+
+    async def nodes(self) -> list[dict[str, Any]]:
+        return [row.to_object() for row in await self._db(nodes.nodes)]

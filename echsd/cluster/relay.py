@@ -1,0 +1,111 @@
+"""``EventRelay``: events of threads run by other nodes, into this node's event hub.
+
+A node's own writer publishes its own threads' events after commit. For every other thread,
+the owner's transaction ends with a NOTIFY naming the seqs it appended; the relay reads
+those events back from the shared log and publishes them here, in seq order, so a client
+on any node gets the same stream, and the subscription's replay/live seam (``wire.follow``)
+works unchanged: whatever was committed before a subscriber listened is in the log,
+whatever after is relayed.
+
+Only threads someone here listens to are read. Per thread the relay remembers the last
+seq it published (while it is listened to), so a notification lost to a reconnect is
+made up for by reading from there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from echsd.cluster.channels import parse_event_notice
+from echsd.events import Event
+from echsd.logs import get_logger
+from echsd.store import Gap, Store, queries
+from echsd.threads.hub import EventHub
+
+log = get_logger(__name__)
+
+READ_CHUNK = 2000
+TO_THE_END = 2**62
+
+
+class EventRelay:
+    def __init__(self, store: Store, hub: EventHub, is_local: Callable[[str], bool]) -> None:
+        self._store = store
+        self._hub = hub
+        self._is_local = is_local
+        self._cursor: dict[str, int] = {}
+        self._wanted: dict[str, tuple[int, int]] = {}  # thread -> (first, last) to read
+        self._wake = trio.Event()
+        self.relayed = 0  # events published here (for status and tests)
+
+    # -- fed by the listener (trio thread, must not block) ---------------------------------
+
+    def on_notice(self, payload: str) -> None:
+        for thread_id, first, last in parse_event_notice(payload):
+            self._want(thread_id, first, last)
+
+    def on_reconnect(self) -> None:
+        """Notifications may have been lost: read on from every cursor."""
+        for thread_id, cursor in list(self._cursor.items()):
+            self._want(thread_id, cursor + 1, TO_THE_END)
+
+    def _want(self, thread_id: str, first: int, last: int) -> None:
+        if self._is_local(thread_id) or not self._hub.wants(thread_id):
+            self._cursor.pop(thread_id, None)
+            return
+        start = self._cursor.get(thread_id, first - 1) + 1
+        if last < start:
+            return
+        pending = self._wanted.get(thread_id)
+        self._wanted[thread_id] = (start, last) if pending is None else (min(pending[0], start), max(pending[1], last))
+        self._wake.set()
+
+    # -- the task ----------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            wanted, self._wanted = self._wanted, {}
+            try:
+                found = await self._store.read(lambda conn: _read_ranges(conn, wanted))
+            except Exception:
+                log.exception("cluster_relay_read_failed", threads=len(wanted))
+                for thread_id, (first, last) in wanted.items():  # try again shortly
+                    self._want(thread_id, first, last)
+                await trio.sleep(0.2)
+                continue
+            for thread_id, events in found.items():
+                if self._is_local(thread_id):
+                    continue
+                cursor = self._cursor.get(thread_id, 0)
+                fresh = [event for event in events if event.seq > cursor]
+                if fresh:
+                    self._cursor[thread_id] = fresh[-1].seq
+                    self.relayed += len(fresh)
+                    self._hub.publish(fresh)
+
+
+def _read_ranges(conn: Any, wanted: dict[str, tuple[int, int]]) -> dict[str, list[Event]]:
+    found: dict[str, list[Event]] = {}
+    for thread_id, (first, last) in wanted.items():
+        events: list[Event] = []
+        after = first - 1
+        while after < last:
+            rows = queries.read_event_rows(conn, thread_id, after, READ_CHUNK)
+            for row in rows:
+                if isinstance(row, Gap):  # folded deltas: nothing to publish for them
+                    after = row.to_seq
+                    continue
+                if row[1] > last:
+                    break
+                events.append(queries.event_from_row(row))
+                after = row[1]
+            if len(rows) < READ_CHUNK:
+                break
+        found[thread_id] = events
+    return found
