@@ -105,7 +105,7 @@ class Daemon:
                 supervisor = Supervisor(
                     store, client, tools, tuning, default_model=settings.model, blackboard=board, agent_types=agent_types
                 )
-                cluster = self.cluster = await self._join_cluster(store, supervisor)
+                cluster = self.cluster = await self._join_cluster(store, supervisor, board)
                 await supervisor.load(cluster.epoch if cluster is not None else None)
                 await root.start(supervisor.run)
                 if cluster is not None:
@@ -150,7 +150,7 @@ class Daemon:
             self._stopped.set()
             log.info("echsd stopped")
 
-    async def _join_cluster(self, store: Store, supervisor: Supervisor) -> ClusterNode | None:
+    async def _join_cluster(self, store: Store, supervisor: Supervisor, board: Blackboard) -> ClusterNode | None:
         """Where the store is shared (PostgreSQL), join the nodes: lease, fencing, relay."""
         if store.dialect != "postgresql":
             return None
@@ -158,7 +158,7 @@ class Daemon:
         from echsd.store.postgres.store import PgStore
 
         assert isinstance(store, PgStore)
-        cluster = ClusterNode(store, self.hub, self.settings.tuning.lease_s)
+        cluster = ClusterNode(store, self.hub, board, self.settings.tuning.lease_s)
         await cluster.join()
         cluster.attach(supervisor)
         return cluster

@@ -11,6 +11,10 @@ re-read from the store and the write decided again; a compare-and-set then fails
 
 Listeners (wire subscriptions, ``blackboard_wait``) are called synchronously with each
 committed change; they must not block, and one that raises is logged and removed.
+
+Shared by several daemons (``share``), every node publishes every change, its own too, as
+it reads them back from the change log in seq order when a NOTIFY says the log grew: one
+order for all watchers on all nodes, and the cache follows the other nodes' writes.
 """
 
 from __future__ import annotations
@@ -27,13 +31,14 @@ from echsd.blackboard.core import BoardCore, Write
 from echsd.blackboard.entries import DEFAULT_MAX_VALUE_BYTES, check_key
 from echsd.errors import Conflict, NotFound, Unavailable
 from echsd.logs import get_logger
-from echsd.store import BlackboardChange, BlackboardRow, Store, StoreConflict, StoreError, Unit, ops, queries
+from echsd.store import BlackboardChange, BlackboardRow, Statement, Store, StoreConflict, StoreError, Unit, ops, queries
 
 log = get_logger(__name__)
 
 Listener = Callable[[BlackboardChange], None]
 DEFAULT_LOG_KEEP = 10_000
 MAX_ATTEMPTS = 5  # decisions of one write, when the store keeps finding the key changed
+CATCH_UP_PAGE = 1000
 
 
 class Listening:
@@ -56,6 +61,9 @@ class Blackboard:
         self._log_keep = log_keep
         self._core: BoardCore | None = None
         self._listeners: list[Listening] = []
+        self._announce: Callable[[int], Statement] | None = None  # set by ``share``
+        self._published_seq = 0  # shared: the last change published here
+        self._grown = trio.Event()
 
     async def load(self) -> None:
         """Read every entry (tombstones too) and the log's last seq; before serving."""
@@ -65,6 +73,7 @@ class Blackboard:
 
         entries, last_seq = await self._store.read(read)
         self._core = BoardCore(entries, last_seq, max_value_bytes=self._max_value_bytes)
+        self._published_seq = last_seq
         log.info("blackboard loaded", entries=sum(not e.deleted for e in entries), last_seq=last_seq)
 
     @property
@@ -114,7 +123,8 @@ class Blackboard:
             write = decide(self.core, time.time())  # no checkpoint from the decision to the submission
             change = write.change
             statement = ops.write_blackboard(change.entry, seq=change.seq, base_version=write.base_version, keep=self._log_keep)
-            unit = writer.put_nowait(Unit(statements=[statement], on_done=partial(self._settled, write)))
+            statements = [statement] if self._announce is None else [statement, self._announce(change.seq)]
+            unit = writer.put_nowait(Unit(statements=statements, on_done=partial(self._settled, write)))
             try:
                 await unit.wait()
             except StoreConflict:
@@ -129,12 +139,53 @@ class Blackboard:
             self.core.failed(write)
             return
         self.core.committed(write)
+        if self._announce is None:
+            self._publish(write.change)
+
+    def _publish(self, change: BlackboardChange) -> None:
         for listening in tuple(self._listeners):
             try:
-                listening.fn(write.change)
+                listening.fn(change)
             except Exception:
-                log.exception("a blackboard listener failed; removing it", key=write.key)
+                log.exception("a blackboard listener failed; removing it", key=change.entry.key)
                 listening.close()
+
+    # -- several daemons ------------------------------------------------------------------
+
+    def share(self, announce: Callable[[int], Statement]) -> None:
+        """Several nodes write this blackboard: each change's unit also runs ``announce(seq)``
+        (a NOTIFY), and changes are published by ``follow`` in log order."""
+        self._announce = announce
+
+    def on_grown(self, _payload: str = "") -> None:
+        """The log grew (a NOTIFY, from any node, this one included)."""
+        self._grown.set()
+
+    async def follow(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Read every new change from the log, apply it to the cache, publish it."""
+        task_status.started()
+        while True:
+            await self._grown.wait()
+            self._grown = trio.Event()
+            try:
+                await self._catch_up()
+            except StoreError as exc:
+                log.warning("blackboard_catch_up_failed", error=exc.message)
+                self._grown.set()
+                await trio.sleep(0.2)
+
+    async def _catch_up(self) -> None:
+        while True:
+            after = self._published_seq
+            _first, changes = await self._store.read(lambda conn: queries.read_blackboard_log(conn, after, "", CATCH_UP_PAGE))
+            for change in changes:
+                if change.seq <= self._published_seq:
+                    continue
+                self.core.refreshed(change.entry.key, change.entry, change.seq)
+                self._published_seq = change.seq
+                self._publish(change)
+            if len(changes) < CATCH_UP_PAGE:
+                return
 
     async def _refresh(self, key: str) -> None:
         def read(conn: Any) -> tuple[BlackboardRow | None, int]:

@@ -3,6 +3,7 @@
 - ``EVENTS``: "THREAD FIRST LAST" lines, one per thread a transaction appended events to.
 - ``REQUESTS``: "TARGET_NODE REQUEST_ID": a request row waits for that node.
 - ``ANSWERS``: "ORIGIN_NODE REQUEST_ID": the request's answer is written.
+- ``BLACKBOARD``: "SEQ": the blackboard's change log grew to SEQ.
 
 A payload must stay under PostgreSQL's 8000 bytes, so event notices are split.
 """
@@ -14,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 EVENTS = "echsd_events"
 REQUESTS = "echsd_requests"
 ANSWERS = "echsd_answers"
-CHANNELS = (EVENTS, REQUESTS, ANSWERS)
+BLACKBOARD = "echsd_blackboard"
 
 MAX_PAYLOAD = 7000
 

@@ -18,7 +18,8 @@ from typing import Any, Callable, TypeVar
 import trio
 
 from echsd.cluster import nodes
-from echsd.cluster.channels import ANSWERS, EVENTS, REQUESTS
+from echsd.blackboard.board import Blackboard
+from echsd.cluster.channels import ANSWERS, BLACKBOARD, EVENTS, REQUESTS
 from echsd.cluster.forwarding import Forwarder
 from echsd.cluster.guard import LeaseGuard
 from echsd.cluster.listener import Listener
@@ -36,7 +37,7 @@ T = TypeVar("T")
 
 
 class ClusterNode:
-    def __init__(self, store: PgStore, hub: EventHub, lease_s: float, address: str = "") -> None:
+    def __init__(self, store: PgStore, hub: EventHub, board: Blackboard, lease_s: float, address: str = "") -> None:
         self.store: Store = store
         self._url = store.url
         self.node_id = store.node_id
@@ -50,6 +51,8 @@ class ClusterNode:
         self._conn = PgConn(store.url, application_name(self.node_id) + " lease")
         self._limiter = trio.CapacityLimiter(1)
         self._lost = trio.Event()
+        self.board = board
+        board.share(lambda seq: ("SELECT pg_notify(?, ?)", (BLACKBOARD, str(seq))))
         self.adoptions = 0  # threads adopted from other nodes (status, tests)
 
     # -- joining -------------------------------------------------------------------------------
@@ -71,13 +74,20 @@ class ClusterNode:
         listener = Listener(
             url,
             application_name(self.node_id) + " listen",
-            {EVENTS: self.relay.on_notice, REQUESTS: self.forwarder.on_request, ANSWERS: self.forwarder.on_answer},
+            {
+                EVENTS: self.relay.on_notice,
+                REQUESTS: self.forwarder.on_request,
+                ANSWERS: self.forwarder.on_answer,
+                BLACKBOARD: self.board.on_grown,
+            },
             self._reconnected,
         )
         async with trio.open_nursery() as nursery:
             await nursery.start(listener.run)
             await nursery.start(self.relay.run)
             await nursery.start(self.forwarder.run)
+            await nursery.start(self.board.follow)
+            self.board.on_grown()  # what other nodes wrote between the board's load and LISTEN
             nursery.start_soon(self._heartbeat)
             task_status.started()
 
@@ -166,6 +176,7 @@ class ClusterNode:
 
     def _reconnected(self) -> None:
         self.relay.on_reconnect()
+        self.board.on_grown()
         self.forwarder.pick_up_soon()
 
     def _is_local(self, thread_id: str) -> bool:
