@@ -28,11 +28,27 @@ def status_lines(status: dict[str, Any], style: Style) -> list[str]:
         lines.append(f"limits     {rate_limit_line(limit)}")
     if status.get("containment"):
         lines.append(f"tools run  contained by {status['containment']}" + (style.dim(" (setsid escapes it)") if status["containment"] == "process-group" else ""))
+    nodes = status.get("nodes") or []
+    if len(nodes) > 1 or any(node.get("lease_expires_in_s") is not None for node in nodes):
+        lines.append(f"node       {status.get('node') or '-'} (of {len(nodes)} sharing the store)")
+        lines.extend(f"           {node_line(node, style)}" for node in nodes)
     if status.get("base_url"):
         lines.append(f"endpoint   {status['base_url']}")
     if status.get("state_dir"):
         lines.append(f"state dir  {short_path(str(status['state_dir']))}")
     return lines
+
+
+def node_line(node: dict[str, Any], style: Style) -> str:
+    """A node of the cluster: its threads and how its lease stands."""
+    left = node.get("lease_expires_in_s")
+    if left is None:
+        lease = "no lease (runs alone)"
+    elif node.get("alive"):
+        lease = f"lease renewed, {left:.1f} s left"
+    else:
+        lease = style(f"lease expired {-left:.1f} s ago (its threads go to another node)", fg="red")
+    return f"{node.get('node_id')}: {node.get('threads', 0)} threads, {lease}"
 
 
 def thread_table(threads: list[dict[str, Any]], style: Style, width: int | None = None) -> list[str]:
@@ -125,6 +141,7 @@ def thread_lines(thread: dict[str, Any], style: Style, width: int | None = None)
         f"{style.bold(str(thread.get('thread_id')))}  {style.state(str(thread.get('state')))}",
         f"  created       {when(thread.get('created_at'))}",
         f"  parent        {thread.get('parent') or '-'}",
+        *([f"  node          {thread['node']}"] if thread.get("node") else []),
         f"  children      {value(', '.join(children)) if children else '-'}",
         f"  cwd           {clip_left(short_path(str(config.get('cwd', '-'))), room)}",
         f"  model         {value(str(config.get('model', '-')) + '  (reasoning ' + str(config.get('reasoning', '-')) + ')')}",

@@ -77,6 +77,12 @@ async def test_a_thread_on_one_node_is_driven_through_another(nodes: Nodes) -> N
         status = await on_b.request("status", {})
         assert status["node"] == "node-b"
         assert {n["node_id"]: n["alive"] for n in status["nodes"]} == {"node-a": True, "node-b": True}
+        shown_status = echs(b.state_dir, "status", env=b.env)
+        assert shown_status.returncode == 0, shown_status.stderr
+        assert "node-b (of 2 sharing the store)" in shown_status.stdout
+        assert "node-a: 1 threads, lease renewed" in shown_status.stdout
+        shown_human = echs(b.state_dir, "show", thread_id, env=b.env)
+        assert "node          node-a" in shown_human.stdout
 
         # A thread placed on B from A runs on B.
         placed = await on_a.request("thread.create", {"node": "node-b"})
