@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test bench interop clean
+.PHONY: run test test-pg bench interop clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(ARGS)
+
+# The whole suite with every test daemon on PostgreSQL (a throwaway cluster in a temp dir).
+test-pg: $(STAMP)
+	ECHS_TEST_STORE=postgresql $(BIN)/python -m pytest $(ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(ARGS)
