@@ -133,3 +133,36 @@ async def test_a_paused_owner_cannot_append_after_its_lease_was_taken(nodes: Nod
         after = [e for e in log if e["seq"] > interrupted["seq"]]
         assert not [e for e in after if e["event"] == "turn.delta"], after
         assert (await on_a.request("thread.get", {"thread_id": thread_id}))["node"] == "node-b"
+
+
+async def test_three_nodes_one_adopter_and_every_node_sees_the_result(nodes: Nodes) -> None:
+    a, b, c = nodes.start("node-a"), nodes.start("node-b"), nodes.start("node-c")
+    async with client_for(a.state_dir) as on_a, client_for(b.state_dir) as on_b, client_for(c.state_dir) as on_c:
+        threads = [(await on_a.request("thread.create", {}))["thread_id"] for _ in range(3)]
+        queued = await on_a.request("thread.send", {"thread_id": threads[0], "text": mock_directive({"text": "one", "delay_ms": 0})})
+        watch = Follower()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch.run, on_c, threads[0])
+            await watch.wait_for(lambda e: e["event"] == "turn.completed")
+            a.kill()
+            with trio.fail_after(LEASE_S + 10):
+                while True:
+                    owners = {t["node"] for t in await on_c.request("thread.list", {}) if t["thread_id"] in threads}
+                    if "node-a" not in owners:
+                        break
+                    await trio.sleep(0.1)
+            nursery.cancel_scope.cancel()
+        assert len(owners) == 1 and owners <= {"node-b", "node-c"}, owners  # one adopter took them all
+        adopter = on_b if owners == {"node-b"} else on_c
+        other = on_c if adopter is on_b else on_b
+        # Driven through the node that did not adopt, run by the one that did.
+        ack = await other.request("thread.send", {"thread_id": threads[1], "text": "after"})
+        assert ack["disposition"] == "started" and queued["disposition"] == "started"
+        reply = Follower()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(reply.run, adopter, threads[1])
+            done = await reply.wait_for(lambda e: e["event"] == "turn.completed")
+            nursery.cancel_scope.cancel()
+        assert "mock reply to: after" in "".join(e["data"].get("delta", "") for e in reply.events if e["seq"] < done["seq"])
+        alive = [n["node_id"] for n in (await other.request("status", {}))["nodes"]]
+        assert sorted(alive) == ["node-b", "node-c"]
