@@ -197,14 +197,10 @@ class ClusterNode:
             if node == self.node_id:
                 raise Unavailable(f"thread {thread_id} is being taken over by this node ({node}); try again in a moment")
         else:
-            known = {row.node_id: row for row in await self._db(nodes.nodes)}
-            if node not in known:
-                raise NotFound(f"no node {node!r} (nodes: {', '.join(sorted(known)) or 'none'})")
-            if known[node].expires_in_s <= 0:
-                raise Unavailable(f"node {node!r} has not renewed its lease for {-known[node].expires_in_s:.0f} s")
+            await self.epoch_of(node)
         if op == "send" and not params.get("client_msg_id"):
             params = {**params, "client_msg_id": f"fwd-{secrets.token_hex(8)}"}  # runs once, even if run twice
-        kind = op if op in ("create", "kill_tree", "delete") else f"actor:{op}"
+        kind = op if op in ("create", "kill_tree", "delete", "take") else f"actor:{op}"
         return await self.forwarder.forward(node, thread_id, kind, params, timeout_s)
 
     async def _serve(self, thread_id: str | None, kind: str, params: dict[str, Any]) -> Any:
@@ -214,6 +210,9 @@ class ClusterNode:
             raise Unavailable(f"node {self.node_id} is starting")
         if kind == "create":
             return await supervisor.create_thread(params)
+        if kind == "take":  # threads another node created to run here
+            await supervisor.adopt(list(params["thread_ids"]))
+            return {}
         assert thread_id is not None
         if thread_id not in supervisor.records:
             raise Unavailable(f"thread {thread_id} is not run by node {self.node_id} any more; try again")
@@ -228,6 +227,14 @@ class ClusterNode:
         if kind.startswith("actor:"):
             return await supervisor.call(thread_id, kind.removeprefix("actor:"), **params)
         raise EchsError(f"unknown forwarded operation {kind!r}")
+
+    async def epoch_of(self, node: str) -> int:
+        known = {row.node_id: row for row in await self._db(nodes.nodes)}
+        if node not in known:
+            raise NotFound(f"no node {node!r} (nodes: {', '.join(sorted(known)) or 'none'})")
+        if known[node].expires_in_s <= 0:
+            raise Unavailable(f"node {node!r} has not renewed its lease for {-known[node].expires_in_s:.0f} s")
+        return known[node].incarnation
 
     async def nodes(self) -> list[dict[str, Any]]:
         return [row.to_object() for row in await self._db(nodes.nodes)]

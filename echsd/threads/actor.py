@@ -363,13 +363,16 @@ class ThreadActor:
         killed and the registration happen with no checkpoint in between."""
         tree = self.services.tree
         self.core.check_accepts_children()
-        config = tree.build_config(params)
+        config = tree.build_config({key: value for key, value in params.items() if key != "node"})
+        placed = await tree.lease_of(str(params["node"])) if params.get("node") else None
         await self.log.ready()
         self.core.check_accepts_children()
         tree.check_room_for_child(self.thread_id)
-        record, unit = tree.register_thread(config, self.thread_id, extra)
+        record, unit = tree.register_thread(config, self.thread_id, extra, placed)
         self.core.add_child(record.thread_id)
         await unit.wait()
+        if placed is not None:
+            await tree.hand_over(record)
         return record.to_object()
 
     async def op_retire(self, reply: Reply, retired: bool = True) -> dict[str, Any]:

@@ -34,9 +34,18 @@ class ThreadTree(Protocol):
     def check_room_for_child(self, parent_id: str) -> None:
         """Refuse a child beyond the depth or children limits."""
 
-    def register_thread(self, config: ThreadConfig, parent: str | None, extra: dict[str, Any] | None = None) -> tuple[ThreadRecord, Unit]:
+    def register_thread(
+        self, config: ThreadConfig, parent: str | None, extra: dict[str, Any] | None = None, placed: tuple[str, int] | None = None
+    ) -> tuple[ThreadRecord, Unit]:
         """Create and register a thread now (sync; the writer has room): its record and the
-        unit announcing it (``thread.created``)."""
+        unit announcing it (``thread.created``); ``placed``: (node, its lease epoch) to run
+        it on another node (``hand_over`` after the unit committed)."""
+
+    async def lease_of(self, node: str) -> tuple[str, int] | None:
+        """(node, its lease epoch) to place a thread there; None for this node."""
+
+    async def hand_over(self, record: ThreadRecord) -> None:
+        """The placed thread's node runs it from now on."""
 
     def record(self, thread_id: Any) -> ThreadRecord: ...
 

@@ -64,6 +64,10 @@ class RemoteThreads(Protocol):
         """Run ``op`` where ``thread_id`` runs (or on ``node``); NotFound if nowhere."""
         ...
 
+    async def epoch_of(self, node: str) -> int:
+        """The lease epoch of a live node (NotFound, or Unavailable if its lease expired)."""
+        ...
+
 
 class Supervisor:
     def __init__(
@@ -323,24 +327,39 @@ class Supervisor:
         if len(live) >= self.tuning.max_children:
             raise InvalidState(f"thread {parent_id} has {len(live)} live children; the limit is max_children={self.tuning.max_children}")
 
-    def register_thread(self, config: ThreadConfig, parent: str | None, extra: dict[str, Any] | None = None) -> tuple[ThreadRecord, Unit]:
+    def register_thread(
+        self, config: ThreadConfig, parent: str | None, extra: dict[str, Any] | None = None, placed: tuple[str, int] | None = None
+    ) -> tuple[ThreadRecord, Unit]:
         if self._closing:
             raise Unavailable("the daemon is shutting down: no new threads")
         thread_id = new_thread_id()
+        node, epoch = placed or (self.node_id, self.lease_epoch)
         core = ThreadCore(thread_id, parent=parent, created_at=time.time(), state=ThreadState.IDLE, config=config, extra=extra)
-        record = ThreadRecord(core, ThreadLog(thread_id, self.store.writer, 0), self.node_id)
+        record = ThreadRecord(core, ThreadLog(thread_id, self.store.writer, 0), node)
         self.records[thread_id] = record
         unit = record.log.emit_one(
-            "thread.created", {"thread": record.to_object()}, ops.upsert_thread(core.to_row()), ops.set_owner(thread_id, self.node_id, self.lease_epoch)
+            "thread.created", {"thread": record.to_object()}, ops.upsert_thread(core.to_row()), ops.set_owner(thread_id, node, epoch)
         )
         return record, unit
+
+    async def lease_of(self, node: str) -> tuple[str, int] | None:
+        if node == self.node_id:
+            return None
+        if self.remote is None:
+            raise NotFound(f"no node {node!r}: this daemon ({self.node_id}) runs alone")
+        return node, await self.remote.epoch_of(node)
+
+    async def hand_over(self, record: ThreadRecord) -> None:
+        """A thread created here for another node (``placed``): that node runs it now."""
+        self.records.pop(record.thread_id, None)
+        assert self.remote is not None
+        await self.remote.forward(None, "take", {"thread_ids": [record.thread_id]}, DEFAULT_TIMEOUT_S, node=record.node)
 
     async def create_thread(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """``thread.create``: a child through its parent's actor, a root directly."""
         node = params.get("node")
-        params = {key: value for key, value in params.items() if key != "node"}
         parent = params.get("parent")
-        if parent is not None:
+        if parent is not None:  # placed on ``node`` by the parent's actor, if given
             result: dict[str, Any] = await self.call(parent, "adopt_child", params=params)
             return result
         if node is not None and node != self.node_id:
@@ -348,7 +367,7 @@ class Supervisor:
                 raise NotFound(f"no node {node!r}: this daemon ({self.node_id}) runs alone")
             placed: dict[str, Any] = await self.remote.forward(None, "create", dict(params), DEFAULT_TIMEOUT_S, node=node)
             return placed
-        config = self.build_config(params)
+        config = self.build_config({key: value for key, value in params.items() if key != "node"})
         await self.store.writer.wait_room()
         record, unit = self.register_thread(config, None)
         await unit.wait()
