@@ -123,10 +123,10 @@ async def test_ops_over_loopback_tcp(wired: Any) -> None:
 
 
 async def test_internal_errors_are_answered_not_dropped(client: Client, wired: Any, monkeypatch: Any) -> None:
-    def broken() -> Any:
+    def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(wired.service, "list", broken)
+    monkeypatch.setattr(wired.service, "list_all", broken)
     with pytest.raises(WireError) as info:
         await client.list_threads()
     assert info.value.code == "internal" and "RuntimeError" in info.value.message
