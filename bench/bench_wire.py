@@ -23,295 +23,130 @@ Measured:
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import msgpack
 import trio
-from trio_websocket import ConnectionClosed, wrap_client_stream, wrap_server_stream
 
-from echsd.wire import codec
+from bench.wirekit import LeanConn, RawServer, ServeProcess, connect_lean, percentiles, raw_rate, settled, stream_text
 
-BATCH = 32
-RECEIVE_BUFFER = 65536
-MAX_MESSAGE = 1 << 30
-STAGE_TIMEOUT_S = 300
 REPEATS = 5
 
 
-def _percentiles(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {"p50_ms": float("nan"), "p99_ms": float("nan"), "samples": 0}
-    ordered = sorted(values)
-    return {
-        "p50_ms": round(statistics.median(ordered) * 1000, 2),
-        "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 2),
-        "samples": len(ordered),
-    }
-
-
-# -- the raw limit --------------------------------------------------------------------------
-
-
-def raw_server(path: str) -> None:
-    """A bare server: on ``{"n": N}`` it sends N encoded events in frames of ``BATCH``."""
-    async def handle(stream: trio.SocketStream) -> None:
-        async with trio.open_nursery() as nursery:
-            request = await wrap_server_stream(nursery, stream, max_message_size=MAX_MESSAGE, receive_buffer_size=RECEIVE_BUFFER)
-            ws = await request.accept()
-            ask = msgpack.unpackb(await ws.get_message())
-            events = [codec.packb({"event": "turn.delta", "thread_id": "thr_0000000000000000", "seq": i, "ts": 0.0, "data": {"turn_id": "turn_1", "item_id": "msg_1", "delta": "x"}}) for i in range(1, ask["n"] + 1)]
-            await ws.get_message()  # "go": every client is connected
-            for start in range(0, len(events), BATCH):
-                batch = events[start : start + BATCH]
-                await ws.send_message(codec.encode_batch(batch, len(batch)))
-            await ws.send_message(codec.packb({"done": True}))
-            await ws.get_message()
-            nursery.cancel_scope.cancel()
-
-    async def run() -> None:
-        sock = trio.socket.socket(trio.socket.AF_UNIX)
-        await sock.bind(path)
-        sock.listen(512)
-        listener = trio.SocketListener(sock)
-        sys.stdout.write("LISTENING\n")
-        sys.stdout.flush()
-        await trio.serve_listeners(handle, [listener])
-
-    trio.run(run)
-
-
-async def _raw_client(path: str, n: int, ready: trio.Event, go: trio.Event, done: list[float]) -> None:
+async def live(daemon: ServeProcess, clients: int, deltas: int) -> dict[str, Any]:
     async with trio.open_nursery() as nursery:
-        ws = await wrap_client_stream(nursery, await trio.open_unix_socket(path), "localhost", "/", max_message_size=MAX_MESSAGE, receive_buffer_size=RECEIVE_BUFFER)
-        await ws.send_message(msgpack.packb({"n": n}))
-        ready.set()
-        await go.wait()
-        await ws.send_message(b"go")
-        received = 0
-        while True:
-            _, events = codec.split_frame(await ws.get_message())
-            if not events:
-                break
-            received += len(events)
-        assert received == n
-        done.append(time.perf_counter())
-        await ws.send_message(b"bye")
-        nursery.cancel_scope.cancel()
-
-
-async def _raw_rate(path: str, clients: int, n: int) -> float:
-    readies = [trio.Event() for _ in range(clients)]
-    go = trio.Event()
-    done: list[float] = []
-    async with trio.open_nursery() as nursery:
-        for ready in readies:
-            nursery.start_soon(_raw_client, path, n, ready, go, done)
-        for ready in readies:
-            await ready.wait()
-        await trio.sleep(0.3)  # let the server encode its events before the clock starts
-        started = time.perf_counter()
-        go.set()
-    return clients * n / (max(done) - started)
-
-
-# -- the daemon -----------------------------------------------------------------------------
-
-
-class _Daemon:
-    def __init__(self, state: Path) -> None:
-        env = {**os.environ, "ECHS_STATE_DIR": str(state), "ECHS_LOG_LEVEL": "warning", "HOME": str(state.parent), "CODEX_HOME": str(state.parent / "none")}
-        env.pop("OPENAI_API_KEY", None)
-        state.mkdir(parents=True)
-        (state / "config.toml").write_text("[tuning]\nretained_deltas = 2000000\n")
-        command = [sys.executable, "-c", "from echsd.cli.echsd_main import main; main()", "serve", "--provider", "mock"]
-        self.process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.socket = str(state / "echsd.sock")
-        self.state = state
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            if "error" in line.lower():
-                sys.stderr.write(line)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(30)
-
-
-class _Conn:
-    """A lean client: requests, and events counted (with latency samples) as they come.
-
-    It does not re-fetch backpressure gaps (the library does); it counts them, and a
-    gap's range counts as covered so a stage ends when every seq was delivered or
-    reported.
-    """
-
-    def __init__(self, ws: Any) -> None:
-        self.ws = ws
-        self.ids = 0
-        self.waiting: dict[int, Any] = {}
-        self.events = 0
-        self.gaps = 0
-        self.failed = 0  # turns that ended other than completed
-        self.covered: dict[str, int] = {}  # per thread: highest seq delivered or reported
-        self.latencies: list[float] | None = None
-        self.last = 0.0
-        self.changed = trio.Event()
-
-    async def request(self, op: str, **params: Any) -> Any:
-        self.ids += 1
-        box: list[Any] = []
-        done = trio.Event()
-        self.waiting[self.ids] = (box, done)
-        await self.ws.send_message(codec.encode_request(self.ids, op, params))
-        await done.wait()
-        response = box[0]
-        if not response["ok"]:
-            raise RuntimeError(response["error"])
-        return response["result"]
-
-    async def read(self) -> None:
-        while True:
-            try:
-                message = await self.ws.get_message()
-            except ConnectionClosed:
-                return
-            responses, events = codec.split_frame(message)
-            now = time.time()
-            for response in responses:
-                box, done = self.waiting.pop(response["id"])
-                box.append(response)
-                done.set()
-            if not events:
-                continue
-            self.last = time.perf_counter()
-            covered = self.covered
-            for event in events:
-                kind = event["event"]
-                seq = event["seq"]
-                if kind == "turn.delta":
-                    if self.latencies is not None:
-                        self.latencies.append(now - event["ts"])
-                elif kind == "events.gap":
-                    self.gaps += 1
-                    seq = event["data"]["to_seq"]
-                elif kind in ("turn.interrupted", "turn.error"):
-                    self.failed += 1
-                if seq > covered.get(event["thread_id"], 0):
-                    covered[event["thread_id"]] = seq
-            self.events += len(events)
-            self.changed.set()
-            self.changed = trio.Event()
-
-    async def until_covered(self, last_seqs: dict[str, int]) -> None:
-        with trio.fail_after(STAGE_TIMEOUT_S):
-            while any(self.covered.get(tid, 0) < seq for tid, seq in last_seqs.items()):
-                await self.changed.wait()
-
-
-async def _connect(nursery: trio.Nursery, daemon: _Daemon) -> _Conn:
-    stream = await trio.open_unix_socket(daemon.socket)
-    ws = await wrap_client_stream(nursery, stream, "localhost", "/v1", max_message_size=MAX_MESSAGE, receive_buffer_size=RECEIVE_BUFFER)
-    conn = _Conn(ws)
-    nursery.start_soon(conn.read)
-    await conn.request("hello", protocol=1, token=(daemon.state / "token").read_text().strip())
-    return conn
-
-
-async def _settled(control: _Conn, thread_ids: list[str]) -> dict[str, int]:
-    """Wait until the threads are idle with nothing queued; their last seqs."""
-    wanted = set(thread_ids)
-    with trio.fail_after(STAGE_TIMEOUT_S):
-        while True:
-            threads = [t for t in await control.request("thread.list") if t["thread_id"] in wanted]
-            if all(t["state"] == "idle" and not t["queued"] and t["active_turn"] is None for t in threads):
-                return {t["thread_id"]: t["last_seq"] for t in threads}
-            await trio.sleep(0.05)  # polling the daemon's state from outside
-
-
-def _stream(count: int, delay_ms: float = 0) -> str:
-    step: dict[str, Any] = {"repeat": {"chunk": "x", "count": count}}
-    if delay_ms:
-        step["delay_ms"] = delay_ms
-    return "go\nmock: " + json.dumps(step)
-
-
-async def _live(daemon: _Daemon, clients: int, deltas: int) -> dict[str, Any]:
-    async with trio.open_nursery() as nursery:
-        control = await _connect(nursery, daemon)
+        control = await connect_lean(nursery, daemon)
         tid = (await control.request("thread.create", cwd=str(daemon.state)))["thread_id"]
-        conns = [await _connect(nursery, daemon) for _ in range(clients)]
+        conns = [await connect_lean(nursery, daemon) for _ in range(clients)]
         for conn in conns:
             conn.latencies = [] if clients == 1 else None
             await conn.request("subscribe", thread_id=tid)
         started = time.perf_counter()
-        await control.request("thread.send", thread_id=tid, text=_stream(deltas))
-        last_seqs = await _settled(control, [tid])
+        await control.request("thread.send", thread_id=tid, text=stream_text(deltas))
+        last_seqs = await settled(control, [tid])
         for conn in conns:
             await conn.until_covered(last_seqs)
         elapsed = max(c.last for c in conns) - started
         total = sum(c.events for c in conns)
-        result = {"events_per_s": round(total / elapsed), "events": total, "gaps": sum(c.gaps for c in conns), "seconds": round(elapsed, 3), "failed_turns": conns[0].failed}
+        result = {"thread_id": tid, "events_per_s": round(total / elapsed), "events": total, "gaps": sum(c.gaps for c in conns), "seconds": round(elapsed, 3), "failed_turns": conns[0].failed}
         if clients == 1:
-            result["latency_full_speed"] = _percentiles(conns[0].latencies or [])
+            deltas_seen = len(conns[0].latencies or [])
+            result["deltas_per_s"] = round(deltas_seen / (conns[0].last_delta - conns[0].first_delta))  # first to last delta
+            result["latency_full_speed"] = percentiles(conns[0].latencies or [])
         nursery.cancel_scope.cancel()
     return result
 
 
-async def _replay_and_paced(daemon: _Daemon, deltas: int, paced: int) -> dict[str, Any]:
+async def filled_thread(daemon: ServeProcess, deltas: int) -> str:
+    """A new thread that has streamed ``deltas`` deltas (and is idle again)."""
     async with trio.open_nursery() as nursery:
-        control = await _connect(nursery, daemon)
+        control = await connect_lean(nursery, daemon)
         tid = (await control.request("thread.create", cwd=str(daemon.state)))["thread_id"]
-        await control.request("thread.send", thread_id=tid, text=_stream(deltas))
-        await _settled(control, [tid])
-        rates = []
-        for attempt in range(REPEATS):
-            reader = await _connect(nursery, daemon)
-            started = time.perf_counter()
-            answer = await reader.request("subscribe", thread_id=tid, since=0)
-            rates.append(answer["replayed"] / (time.perf_counter() - started))
-            if attempt < REPEATS - 1:  # the last reader stays for the paced stage
-                await reader.ws.aclose()
-        replay_rate = statistics.median(rates)
-
-        reader.latencies = []
-        await reader.request("thread.send", thread_id=tid, text=_stream(paced, delay_ms=1))
-        await reader.until_covered(await _settled(control, [tid]))
+        await control.request("thread.send", thread_id=tid, text=stream_text(deltas))
+        await settled(control, [tid])
         nursery.cancel_scope.cancel()
-    return {"replay_events_per_s": round(replay_rate), "replay_runs": [round(r) for r in rates], "replayed": answer["replayed"], "latency_paced_1ms": _percentiles(reader.latencies)}
+    return tid
 
 
-async def _many_threads(daemon: _Daemon, threads: int, deltas: int) -> dict[str, Any]:
+async def replay_once(daemon: ServeProcess, tid: str) -> tuple[float, int]:
+    """(events/s, events) of one ``subscribe`` since 0 on a fresh connection."""
     async with trio.open_nursery() as nursery:
-        control = await _connect(nursery, daemon)
-        ids = [(await control.request("thread.create", cwd=str(daemon.state)))["thread_id"] for _ in range(threads)]
-        watcher = await _connect(nursery, daemon)
+        reader = await connect_lean(nursery, daemon)
+        started = time.perf_counter()
+        answer = await reader.request("subscribe", thread_id=tid, since=0)
+        elapsed = time.perf_counter() - started
+        nursery.cancel_scope.cancel()
+    return answer["replayed"] / elapsed, answer["replayed"]
+
+
+async def paced_latency(daemon: ServeProcess, tid: str, deltas: int) -> dict[str, float]:
+    """Delta latency percentiles while ``tid`` streams ``deltas`` deltas 1 ms apart."""
+    async with trio.open_nursery() as nursery:
+        reader = await connect_lean(nursery, daemon)
+        await reader.request("subscribe", thread_id=tid)
+        reader.latencies = []
+        await reader.request("thread.send", thread_id=tid, text=stream_text(deltas, delay_ms=1))
+        await reader.until_covered(await settled(reader, [tid]))
+        nursery.cancel_scope.cancel()
+    return percentiles(reader.latencies)
+
+
+async def replay_and_paced(daemon: ServeProcess, deltas: int, paced: int, repeats: int = REPEATS) -> dict[str, Any]:
+    tid = await filled_thread(daemon, deltas)
+    runs = [await replay_once(daemon, tid) for _ in range(repeats)]
+    rates = [rate for rate, _ in runs]
+    return {
+        "replay_events_per_s": round(statistics.median(rates)),
+        "replay_runs": [round(r) for r in rates],
+        "replayed": runs[-1][1],
+        "latency_paced_1ms": await paced_latency(daemon, tid, paced),
+    }
+
+
+async def many_threads(daemon: ServeProcess, threads: int, deltas: int, delay_ms: float = 0, connections: int = 1) -> dict[str, Any]:
+    """``threads`` threads stream at once; one client subscribed to ``*`` counts and times.
+
+    The threads are created and sent to over ``connections`` connections (a connection's
+    requests are served one after the other, each send waiting for its commit).
+    """
+    async with trio.open_nursery() as nursery:
+        senders = [await connect_lean(nursery, daemon) for _ in range(connections)]
+        control = senders[0]
+        ids: list[str] = []
+
+        async def create(conn: LeanConn, count: int) -> None:
+            for _ in range(count):
+                ids.append((await conn.request("thread.create", cwd=str(daemon.state)))["thread_id"])
+
+        async with trio.open_nursery() as creators:
+            for index, conn in enumerate(senders):
+                creators.start_soon(create, conn, threads // connections + (index < threads % connections))
+        watcher = await connect_lean(nursery, daemon)
         watcher.latencies = []
         await watcher.request("subscribe", thread_id="*")
         started = time.perf_counter()
-        async with trio.open_nursery() as senders:
-            for tid in ids:
-                senders.start_soon(lambda t=tid: control.request("thread.send", thread_id=t, text=_stream(deltas)))
-        await watcher.until_covered(await _settled(control, ids))
+        async with trio.open_nursery() as sending:
+            for index, tid in enumerate(ids):
+                conn = senders[index % connections]
+                sending.start_soon(lambda c=conn, t=tid: c.request("thread.send", thread_id=t, text=stream_text(deltas, delay_ms)))
+        await watcher.until_covered(await settled(control, ids))
         elapsed = watcher.last - started
         nursery.cancel_scope.cancel()
     return {
         "threads": threads,
         "deltas_each": deltas,
+        "delay_ms": delay_ms,
+        "connections": connections,
         "events_per_s": round(watcher.events / elapsed),
+        "deltas_per_s": round(len(watcher.latencies) / (watcher.last_delta - started)),
+        "seconds": round(elapsed, 3),
         "gaps": watcher.gaps,
         "failed_turns": watcher.failed,
-        "latency": _percentiles(watcher.latencies),
+        "latency": percentiles(watcher.latencies),
     }
 
 
@@ -322,32 +157,22 @@ async def _run(quick: bool) -> dict[str, Any]:
     threads, per_thread = (200, 20) if quick else (1000, 50)
     out: dict[str, Any] = {"quick": quick}
     with tempfile.TemporaryDirectory(prefix="bench-wire-") as tmp:
-        raw_path = f"{tmp}/raw.sock"
-        raw = subprocess.Popen(
-            [sys.executable, "-c", f"from bench.bench_wire import raw_server; raw_server({raw_path!r})"],
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=Path(__file__).resolve().parents[1],
-        )
+        raw = RawServer(f"{tmp}/raw.sock")
         try:
-            assert raw.stdout is not None and raw.stdout.readline().strip() == "LISTENING"
             # This VM's speed swings run to run: the ratio targets compare medians of 5.
-            out["raw_1_client_runs"] = [round(await _raw_rate(raw_path, 1, n)) for _ in range(REPEATS)]
+            out["raw_1_client_runs"] = [round(await raw_rate(raw.path, 1, n)) for _ in range(REPEATS)]
             out["raw_1_client_events_per_s"] = round(statistics.median(out["raw_1_client_runs"]))
-            out["raw_100_clients_events_per_s"] = round(await _raw_rate(raw_path, 100, fan))
+            out["raw_100_clients_events_per_s"] = round(await raw_rate(raw.path, 100, fan))
         finally:
-            raw.terminate()
-            raw.wait(30)
+            raw.stop()
 
-        daemon = _Daemon(Path(tmp) / "state")
+        daemon = ServeProcess(Path(tmp) / "state")
         try:
-            with trio.fail_after(30):
-                while not os.path.exists(daemon.socket):
-                    await trio.sleep(0.05)  # polling a subprocess's start-up, not synchronising tasks
-            out["live_1_client"] = await _live(daemon, 1, deltas)
-            out["live_100_clients"] = await _live(daemon, 100, fan)
-            out.update(await _replay_and_paced(daemon, deltas, 2000))
-            out["many_threads"] = await _many_threads(daemon, threads, per_thread)
+            await daemon.ready()
+            out["live_1_client"] = await live(daemon, 1, deltas)
+            out["live_100_clients"] = await live(daemon, 100, fan)
+            out.update(await replay_and_paced(daemon, deltas, 2000))
+            out["many_threads"] = await many_threads(daemon, threads, per_thread)
         finally:
             daemon.stop()
     out["live_1_client_vs_raw"] = round(out["live_1_client"]["events_per_s"] / out["raw_1_client_events_per_s"], 3)
