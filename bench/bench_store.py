@@ -5,7 +5,8 @@
    (submit start to ``flush``), batch sizes, and publish latency (event creation to
    ``on_commit``). Target: >= 40,000 durable events/s without slowing the submitter.
    Flat out is overload by design (the queue grows to ``max_pending``), so the same run
-   paced at 40,000 events/s shows the publish latency at the target load.
+   paced at 40,000 events/s shows the publish latency at the target load. The raw limit
+   beside it: the same rows by plain apsw ``executemany``, 1,000 per transaction.
 2. A database with 10,000 threads and 1,000,000 history items (plus a small event log per
    thread) is built once in a temp dir (build time reported apart), then we time
    ``Store.open`` + ``load_threads`` (target: well under 2 s), and ``last_seqs``.
@@ -32,7 +33,7 @@ import trio
 
 from echsd.events import Event
 from echsd.store import Store, Unit, queries
-from echsd.store.sqlite.connection import open_writer
+from echsd.store.sqlite.connection import INSERT_EVENT, open_writer
 from echsd.store.sqlite.schema import migrate
 
 
@@ -51,7 +52,7 @@ def _options(argv: list[str]) -> dict[str, int]:
 # -- 1. durable event throughput ------------------------------------------------------------
 
 
-async def _event_throughput(target: Path | str, n: int, rate: int | None = None) -> dict[str, Any]:
+async def event_throughput(target: Path | str, n: int, rate: int | None = None) -> dict[str, Any]:
     """Submit ``n`` delta events, flat out, or paced at ``rate`` events/s."""
     store = Store.open(target)
     latencies: list[float] = []
@@ -95,6 +96,24 @@ async def _event_throughput(target: Path | str, n: int, rate: int | None = None)
         "publish_latency_ms_p50": round(statistics.median(latencies) * 1000, 1),
         "publish_latency_ms_max": round(latencies[-1] * 1000, 1),
     }
+
+
+def raw_event_inserts(path: Path, n: int, batch: int = 1000) -> dict[str, Any]:
+    """The raw limit: the same rows, pre-encoded, by apsw ``executemany`` in transactions of
+    ``batch`` on a database opened as the store opens it (same schema and pragmas)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = open_writer(path)
+    migrate(conn, str(path))
+    tid = "thr_00000000000000b3"
+    data = orjson.dumps({"turn_id": "turn_0000000000000001", "item_id": "msg_1", "delta": "token "})
+    started = time.perf_counter()
+    for first in range(1, n + 1, batch):
+        rows = [(tid, seq, "turn.delta", time.time(), data) for seq in range(first, min(first + batch, n + 1))]
+        with conn.transaction():
+            conn.executemany(INSERT_EVENT, rows)
+    elapsed = time.perf_counter() - started
+    conn.close()
+    return {"events": n, "batch": batch, "events_per_s": round(n / elapsed)}
 
 
 async def _submitter_alone(path: Path, n: int) -> dict[str, Any]:
@@ -210,8 +229,8 @@ def _postgresql(opts: dict[str, int]) -> dict[str, Any]:
         return {"skipped": reason}
     cluster = TempCluster(durable=True).start()
     try:
-        flat_out = trio.run(_event_throughput, cluster.create_database("bench_flat"), opts["events"])
-        paced = trio.run(_event_throughput, cluster.create_database("bench_paced"), opts["events"], 40_000)
+        flat_out = trio.run(event_throughput, cluster.create_database("bench_flat"), opts["events"])
+        paced = trio.run(event_throughput, cluster.create_database("bench_paced"), opts["events"], 40_000)
     finally:
         cluster.stop()
     return {"event_throughput": flat_out, "event_latency_at_40k": paced}
@@ -221,10 +240,14 @@ def main(argv: list[str]) -> dict[str, Any]:
     opts = _options(argv)
     with tempfile.TemporaryDirectory(prefix="echsd-bench-") as tmp:
         root = Path(tmp)
-        flat_out = trio.run(_event_throughput, root / "flat" / "echsd.db", opts["events"])
-        paced = trio.run(_event_throughput, root / "paced" / "echsd.db", opts["events"], 40_000)
+        flat_out = trio.run(event_throughput, root / "flat" / "echsd.db", opts["events"])
+        paced = trio.run(event_throughput, root / "paced" / "echsd.db", opts["events"], 40_000)
         alone = trio.run(_submitter_alone, root / "alone" / "echsd.db", opts["events"])
         startup = _startup_load(root / "startup" / "echsd.db", opts)
+    with tempfile.TemporaryDirectory(prefix="echsd-bench-") as tmp:
+        raw = raw_event_inserts(Path(tmp) / "raw" / "echsd.db", opts["events"])
+    flat_out["raw_inserts_events_per_s"] = raw["events_per_s"]
+    flat_out["vs_raw_inserts"] = round(flat_out["durable_events_per_s"] / raw["events_per_s"], 3)
     results = {
         "event_throughput": flat_out,
         "event_latency_at_40k": paced,
