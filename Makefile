@@ -4,8 +4,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+BENCH_STAMP := $(VENV)/.bench-stamp
+DURATION ?= 30m
 
-.PHONY: run test test-pg bench interop clean
+.PHONY: run test test-pg bench bench-quick soak interop clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +27,21 @@ test-pg: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(ARGS)
+
+# The bench extra (matplotlib, for the plot) on top of the test set-up.
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+# About a minute: the headline figures beside their raw limits, as bench/results/latest.json,
+# latest.md and latest.png (ARGS=--publish also copies them to docs/bench/, which the README links).
+bench-quick: $(BENCH_STAMP)
+	$(BIN)/python -m bench.quick $(ARGS)
+
+# Not in CI: mixed traffic over 100 threads against a real daemon for DURATION (30m; e.g.
+# DURATION=5m), with restarts and kills; samples and a summary land in bench/results/soak-*/.
+soak: $(STAMP)
+	$(BIN)/python -m bench.soak --duration $(DURATION) $(ARGS)
 
 # The real Codex TUI against `echsd serve --app-server` (tests/appserver/test_tui.py): the
 # Codex CLI is installed from npm into a cache directory first (bin/install-codex-cli).

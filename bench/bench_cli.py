@@ -25,7 +25,7 @@ BIN = Path(sys.executable).parent
 THREADS = 20
 
 
-def _timed(command: list[str], env: dict[str, str], runs: int) -> dict[str, float]:
+def timed(command: list[str], env: dict[str, str], runs: int) -> dict[str, float]:
     samples = []
     for _ in range(runs):
         started = time.perf_counter()
@@ -82,11 +82,11 @@ def main(argv: list[str]) -> dict[str, Any]:
             for warm_up in ([echs, "status"], [echs, "ls"], [echs, "ls", "--json"]):
                 subprocess.run(warm_up, env=env, capture_output=True, check=True, timeout=60)
             return {
-                "echs_status": _timed([echs, "status"], env, runs),
-                "echs_ls": _timed([echs, "ls"], env, runs),
-                "echs_ls_json": _timed([echs, "ls", "--json"], env, runs),
-                "python_startup": _timed([sys.executable, "-c", "pass"], env, runs),
-                "import_client_stack": _timed([sys.executable, "-c", "import click, trio, echsd.wire.client"], env, runs),
+                "echs_status": timed([echs, "status"], env, runs),
+                "echs_ls": timed([echs, "ls"], env, runs),
+                "echs_ls_json": timed([echs, "ls", "--json"], env, runs),
+                "python_startup": timed([sys.executable, "-c", "pass"], env, runs),
+                "import_client_stack": timed([sys.executable, "-c", "import click, trio, echsd.wire.client"], env, runs),
                 "threads": THREADS,
             }
         finally:
