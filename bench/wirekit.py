@@ -143,8 +143,9 @@ class ServeProcess:
     """``echsd serve`` on a fresh state dir: the built-in mock, or ``base_url`` (an
     ``echsd mock-upstream`` in its own process) with ``--provider openai``."""
 
-    def __init__(self, state: Path, *, base_url: str | None = None, tuning: str = "retained_deltas = 2000000") -> None:
+    def __init__(self, state: Path, *, base_url: str | None = None, tuning: str = "retained_deltas = 2000000", log: Path | None = None) -> None:
         self.state = state
+        self.log = log  # the daemon's stderr goes there (appended), else error lines to ours
         self.socket = str(state / "echsd.sock")
         self.env = {**os.environ, "ECHS_STATE_DIR": str(state), "ECHS_LOG_LEVEL": "warning", "HOME": str(state.parent), "CODEX_HOME": str(state.parent / "none")}
         self.env.pop("OPENAI_API_KEY", None)
@@ -156,6 +157,9 @@ class ServeProcess:
     def _start(self) -> subprocess.Popen[str]:
         self.started = time.monotonic()
         command = [sys.executable, "-c", "from echsd.cli.echsd_main import main; main()", "serve", *self.provider]
+        if self.log is not None:
+            with self.log.open("ab") as log:
+                return subprocess.Popen(command, env=self.env, stdout=subprocess.DEVNULL, stderr=log)
         process = subprocess.Popen(command, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         threading.Thread(target=self._drain, args=(process,), daemon=True).start()
         return process
@@ -185,14 +189,23 @@ class ServeProcess:
     def restart(self) -> float:
         """SIGTERM, wait, start again (``ready`` then times the start): seconds to exit."""
         stopped = self.stop()
-        self.process = self._start()
+        self.start()
         return stopped
 
+    def start(self) -> None:
+        """Start again after ``stop`` or ``kill`` (``ready`` then times the start)."""
+        self.process = self._start()
+
     def stop(self) -> float:
+        """SIGTERM and wait: seconds until it exited."""
         started = time.monotonic()
         self.process.terminate()
         self.process.wait(30)
         return time.monotonic() - started
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(30)
 
 
 class LeanConn:
