@@ -135,8 +135,10 @@ class Client(RequestHelpers):
             if not started:
                 raise _handshake_error(exc, self.target) from None
         finally:
-            await trio.aclose_forcefully(stream)
+            # First: closing the stream raises Cancelled when this task is being cancelled
+            # (the client closed), which would leave the requests in flight waiting for ever.
             self._lost(pending)
+            await trio.aclose_forcefully(stream)
 
     async def _read_frames(self, ws: WebSocketConnection, pending: dict[int, _Pending]) -> None:
         while True:
