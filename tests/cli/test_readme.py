@@ -42,3 +42,10 @@ def test_the_first_steps_reach_a_working_echs() -> None:
     assert "--state-dir" in steps and "ECHS_STATE_DIR" in steps  # echs must use the daemon's
     assert "no sandbox" in steps  # exec_command runs what the model asks, as you
     assert "## Troubleshooting" in README and "unix_socket = false" in README
+
+
+def test_relative_links_lead_to_files() -> None:
+    root = Path(__file__).parents[2]
+    targets = re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", README)
+    missing = [target for target in targets if not (root / target).exists()]
+    assert targets and missing == []
