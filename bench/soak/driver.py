@@ -42,10 +42,20 @@ class Driver:
             try:
                 await getattr(self, action)()
                 self.soak.actions[action] += 1
-            except WireError:
-                pass  # counted by the slot, by op
+            except WireError as exc:  # counted by the slot, by op
+                if exc.code == "invalid_state":
+                    await self.replace_if_killed()
             except trio.TooSlowError as exc:
                 self.soak.error(action, exc, thread_id=self.tid)
+
+    async def replace_if_killed(self) -> None:
+        """Go on with a new thread if this one is killed: a kill whose answer a restart
+        lost is retried and refused as already done, which ends the action early."""
+        try:
+            if (await self.slot.call("thread.get", thread_id=self.tid))["state"] == "killed":
+                await self.new_thread()
+        except WireError:
+            pass  # counted by the slot; the next action tries again
 
     async def new_thread(self) -> None:
         self.tid = (await self.slot.call("thread.create", cwd=str(self.cwd)))["thread_id"]
