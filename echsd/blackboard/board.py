@@ -64,6 +64,7 @@ class Blackboard:
         self._announce: Callable[[int], Statement] | None = None  # set by ``share``
         self._published_seq = 0  # shared: the last change published here
         self._grown = trio.Event()
+        self._caught_up = trio.Event()  # set (and replaced) whenever ``_published_seq`` moves
 
     async def load(self) -> None:
         """Read every entry (tombstones too) and the log's last seq; before serving."""
@@ -130,6 +131,8 @@ class Blackboard:
             except StoreConflict:
                 await self._refresh(write.key)
                 continue
+            if self._announce is not None:  # shared: answer once the watchers here were told
+                await self._published(change.seq)
             return change.entry
         raise Conflict(f"blackboard key {key!r} kept changing in the store under {MAX_ATTEMPTS} attempts; nothing was changed")
 
@@ -174,6 +177,13 @@ class Blackboard:
                 self._grown.set()
                 await trio.sleep(0.2)
 
+    async def _published(self, seq: int) -> None:
+        """Wait until change ``seq`` was published here (read back from the log at once,
+        not only when its NOTIFY comes back)."""
+        self._grown.set()
+        while self._published_seq < seq:
+            await self._caught_up.wait()
+
     async def _catch_up(self) -> None:
         while True:
             after = self._published_seq
@@ -184,6 +194,8 @@ class Blackboard:
                 self.core.refreshed(change.entry.key, change.entry, change.seq)
                 self._published_seq = change.seq
                 self._publish(change)
+            self._caught_up.set()
+            self._caught_up = trio.Event()
             if len(changes) < CATCH_UP_PAGE:
                 return
 
