@@ -410,6 +410,8 @@ class Supervisor:
             except InvalidState:
                 pass  # killed meanwhile
             except EchsError as exc:
+                if thread_id == root:
+                    raise  # the caller asked for this one: say why it could not be killed
                 log.error("cannot kill thread", thread_id=thread_id, error=exc.message)
         children = list(record.core.children)
         if children:
