@@ -34,6 +34,7 @@ from echsd.threads.supervisor import Supervisor
 
 log = get_logger(__name__)
 T = TypeVar("T")
+FORWARD_TIMEOUT_S = 10.0
 
 
 class ClusterNode:
@@ -200,7 +201,7 @@ class ClusterNode:
             await self.epoch_of(node)
         if op == "send" and not params.get("client_msg_id"):
             params = {**params, "client_msg_id": f"fwd-{secrets.token_hex(8)}"}  # runs once, even if run twice
-        kind = op if op in ("create", "kill_tree", "delete", "take") else f"actor:{op}"
+        kind = op if op in ("create", "kill_tree", "delete", "take", "approvals", "respond_approval") else f"actor:{op}"
         return await self.forwarder.forward(node, thread_id, kind, params, timeout_s)
 
     async def _serve(self, thread_id: str | None, kind: str, params: dict[str, Any]) -> Any:
@@ -213,6 +214,10 @@ class ClusterNode:
         if kind == "take":  # threads another node created to run here
             await supervisor.adopt(list(params["thread_ids"]))
             return {}
+        if kind == "approvals":
+            return supervisor.approvals.pending(params.get("thread_id"))
+        if kind == "respond_approval":
+            return supervisor.approvals.respond(params["request_id"], params["decision"])
         assert thread_id is not None
         if thread_id not in supervisor.records:
             raise Unavailable(f"thread {thread_id} is not run by node {self.node_id} any more; try again")
@@ -227,6 +232,29 @@ class ClusterNode:
         if kind.startswith("actor:"):
             return await supervisor.call(thread_id, kind.removeprefix("actor:"), **params)
         raise EchsError(f"unknown forwarded operation {kind!r}")
+
+    async def ask_others(self, op: str, params: dict[str, Any]) -> list[Any]:
+        """Ask every other live node (approvals live with their thread's node); the
+        answers of those that had something (``not_found`` ones are left out)."""
+        others = [row.node_id for row in await self._db(nodes.nodes) if row.node_id != self.node_id and row.expires_in_s > 0]
+        answers: list[Any] = []
+        refusals: list[EchsError] = []
+
+        async def ask(node: str) -> None:
+            try:
+                answers.append(await self.forward(None, op, params, FORWARD_TIMEOUT_S, node=node))
+            except NotFound:
+                pass
+            except EchsError as exc:
+                log.warning("cluster_ask_failed", node=node, op=op, error=exc.message)
+                refusals.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            for node in others:
+                nursery.start_soon(ask, node)
+        if not answers and refusals:
+            raise refusals[0]  # e.g. the approval was answered already, on its node
+        return answers
 
     async def epoch_of(self, node: str) -> int:
         known = {row.node_id: row for row in await self._db(nodes.nodes)}

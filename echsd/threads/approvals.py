@@ -86,6 +86,9 @@ class ApprovalBook:
         request.answered.set()
         return {"request_id": request_id, "decision": decision, "thread_id": request.thread_id}
 
+    def holds(self, request_id: str) -> bool:
+        return request_id in self._pending
+
     def pending(self, thread_id: str | None = None) -> list[dict[str, Any]]:
         requests = sorted(self._pending.values(), key=lambda r: r.requested_at)
         return [r.to_object() for r in requests if thread_id is None or r.thread_id == thread_id]

@@ -190,6 +190,27 @@ class ThreadService:
     def respond_approval(self, request_id: str, decision: str) -> dict[str, Any]:
         return self.supervisor.approvals.respond(request_id, decision)
 
+    async def approvals_all(self, thread_id: str | None = None) -> list[dict[str, Any]]:
+        """``approval.list`` over every node: each node holds its own threads' requests."""
+        if self.cluster is None or (thread_id is not None and thread_id in self.supervisor.records):
+            return self.approvals(thread_id)
+        if thread_id is not None:
+            await self.find(thread_id)  # not_found for an unknown thread
+        found = self.approvals(thread_id) if thread_id is None else []
+        for answer in await self.cluster.ask_others("approvals", {"thread_id": thread_id}):
+            found.extend(answer)
+        return sorted(found, key=lambda approval: approval.get("requested_at", 0))
+
+    async def respond_approval_any(self, request_id: str, decision: str) -> dict[str, Any]:
+        """``approval.respond`` wherever the request waits (its thread's node)."""
+        if self.cluster is None or self.supervisor.approvals.holds(request_id):
+            return self.respond_approval(request_id, decision)
+        answers = await self.cluster.ask_others("respond_approval", {"request_id": request_id, "decision": decision})
+        if not answers:
+            return self.respond_approval(request_id, decision)  # the not_found, worded as on one node
+        answer: dict[str, Any] = answers[0]
+        return answer
+
     async def register_tools(self, thread_id: str, specs: Any, peer: Peer) -> dict[str, Any]:
         result: dict[str, Any] = await self.supervisor.call(thread_id, "register_tools", specs=specs, peer=peer)
         return result

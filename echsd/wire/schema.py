@@ -552,7 +552,7 @@ OPS: tuple[OpSpec, ...] = (
         "list of `{request_id, thread_id, turn_id, call_id, tool, arguments, summary, requested_at}`",
         {"thread_id": _TID},
         [_APPROVAL],
-        handler=lambda c, p: c.service.approvals(**p),
+        handler=lambda c, p: c.service.approvals_all(**p),
         method="approvals",
     ),
     OpSpec(
@@ -566,7 +566,7 @@ OPS: tuple[OpSpec, ...] = (
         {"request_id": _APPROVAL["request_id"], "decision": "approve"},
         {"request_id": _APPROVAL["request_id"], "decision": "approve", "thread_id": _TID},
         notes="A request answered, timed out or cancelled already is `not_found`.",
-        handler=lambda c, p: c.service.respond_approval(**p),
+        handler=lambda c, p: c.service.respond_approval_any(**p),
         method="respond_approval",
         positional=("request_id", "decision"),
     ),

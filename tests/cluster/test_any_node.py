@@ -97,3 +97,37 @@ async def test_a_thread_on_one_node_is_driven_through_another(nodes: Nodes) -> N
         killed = await on_b.request("thread.kill", {"thread_id": thread_id})
         assert killed["killed"] == [thread_id]
         assert (await on_a.request("thread.get", {"thread_id": thread_id}))["state"] == "killed"
+
+
+async def test_an_approval_on_node_a_is_listed_and_answered_through_node_b(nodes: Nodes, tmp_path: Any) -> None:
+    a = nodes.start("node-a")
+    b = nodes.start("node-b")
+    async with client_for(a.state_dir) as on_a, client_for(b.state_dir) as on_b:
+        thread_id = (await on_a.request("thread.create", {"cwd": str(tmp_path)}))["thread_id"]
+        await on_b.request("thread.configure", {"thread_id": thread_id, "config": {"approval": "always"}})
+        call = {"name": "exec_command", "arguments": {"cmd": "touch approved-via-b"}}
+        events: list[dict[str, Any]] = []
+        asked = trio.Event()
+
+        async def watch() -> None:
+            def done(event: dict[str, Any]) -> bool:
+                if event["event"] == "approval.requested":
+                    asked.set()
+                return turn_ended(event)
+
+            await collect_until(on_b, thread_id, done, events)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch)
+            await on_b.request("thread.send", {"thread_id": thread_id, "text": mock_directive([{"calls": [call]}, {"text": "ok"}])})
+            with trio.fail_after(WAIT_S):
+                await asked.wait()
+            request_id = next(e["data"]["request_id"] for e in events if e["event"] == "approval.requested")
+            assert [p["request_id"] for p in await on_b.request("approval.list", {})] == [request_id]
+            assert [p["request_id"] for p in await on_b.request("approval.list", {"thread_id": thread_id})] == [request_id]
+            answer = await on_b.request("approval.respond", {"request_id": request_id, "decision": "approve"})
+            assert answer == {"request_id": request_id, "decision": "approve", "thread_id": thread_id}
+        assert events[-1]["event"] == "turn.completed"
+        assert (tmp_path / "approved-via-b").exists()
+        again = await on_b.request("approval.list", {})
+        assert again == []
