@@ -19,7 +19,8 @@ def status_lines(status: dict[str, Any], style: Style) -> list[str]:
         f"{style.bold('echsd')} {status.get('version', '?')}, up {duration(float(status.get('uptime_s') or 0))}",
         f"provider   {shown_provider}",
         f"model      {status.get('model') or '-'}",
-        f"threads    {threads.get('total', 0)}" + (f" ({counts})" if counts else ""),
+        f"threads    {threads.get('total', 0)}" + (f" ({counts})" if counts else "")
+        + (f"; {threads['cluster_total']} on all nodes" if "cluster_total" in threads else ""),
     ]
     usage = status.get("usage") or {}
     if usage.get("turns"):
@@ -48,7 +49,8 @@ def node_line(node: dict[str, Any], style: Style) -> str:
         lease = f"lease renewed, {left:.1f} s left"
     else:
         lease = style(f"lease expired {-left:.1f} s ago (its threads go to another node)", fg="red")
-    return f"{node.get('node_id')}: {node.get('threads', 0)} threads, {lease}"
+    count = int(node.get("threads", 0))
+    return f"{node.get('node_id')}: {count} thread{'' if count == 1 else 's'}, {lease}"
 
 
 def thread_table(threads: list[dict[str, Any]], style: Style, width: int | None = None) -> list[str]:

@@ -80,7 +80,8 @@ async def test_a_thread_on_one_node_is_driven_through_another(nodes: Nodes) -> N
         shown_status = echs(b.state_dir, "status", env=b.env)
         assert shown_status.returncode == 0, shown_status.stderr
         assert "node-b (of 2 sharing the store)" in shown_status.stdout
-        assert "node-a: 1 threads, lease renewed" in shown_status.stdout
+        assert "node-a: 1 thread, lease renewed" in shown_status.stdout
+        assert "; 1 on all nodes" in shown_status.stdout
         shown_human = echs(b.state_dir, "show", thread_id, env=b.env)
         assert "node          node-a" in shown_human.stdout
 
