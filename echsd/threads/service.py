@@ -75,9 +75,7 @@ class ThreadService:
         return page_of(objects, offset, limit, self.page_bytes, lambda thread: thread)
 
     async def tree_all(self, thread_id: str | None = None) -> list[dict[str, Any]]:
-        """``thread.tree`` over every node's threads."""
-        if not self.shared:
-            return self.tree(thread_id)
+        """``thread.tree`` (over every node's threads)."""
         listed = await self.list_all()
         assert isinstance(listed, list)
         by_id = {thread["thread_id"]: thread for thread in listed}
@@ -175,9 +173,6 @@ class ThreadService:
     async def compact(self, thread_id: str) -> dict[str, Any]:
         result: dict[str, Any] = await self.supervisor.call(thread_id, "compact", timeout_s=300.0)
         return result
-
-    def tree(self, thread_id: str | None = None) -> list[dict[str, Any]]:
-        return self.supervisor.tree(thread_id)
 
     async def delete(self, thread_id: str) -> dict[str, Any]:
         return await self.supervisor.delete(thread_id)

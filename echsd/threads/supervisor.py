@@ -35,7 +35,7 @@ from echsd.errors import (
 from echsd.ids import is_thread_id, new_thread_id
 from echsd.logs import get_logger
 from echsd.settings import Tuning
-from echsd.store import Store, Unit, ops, queries
+from echsd.store import Store, Unit, ops
 from echsd.threads.actor import ThreadActor
 from echsd.threads.account import AccountLimits
 from echsd.threads.approvals import ApprovalBook
@@ -44,6 +44,7 @@ from echsd.threads.core import ThreadCore
 from echsd.threads.effects import TurnEnd
 from echsd.threads.eventlog import ThreadLog
 from echsd.threads.given_up import kill_offline
+from echsd.threads.loading import read_threads
 from echsd.threads.mailbox import DEFAULT_TIMEOUT_S, Request, error_reply, first_leaf
 from echsd.threads.record import GivenUp, ThreadRecord
 from echsd.threads.services import ActorServices
@@ -117,7 +118,7 @@ class Supervisor:
         """Load the metadata of every thread this node runs (all of them, or those leased
         under ``epoch``); remember which need their actor right away."""
         self.lease_epoch = epoch
-        self._eager = self._add_records(await self.store.read(lambda conn: _read_threads(conn, epoch, None)))
+        self._eager = self._add_records(await self.store.read(lambda conn: read_threads(conn, epoch, None)))
         log.info("threads loaded", threads=len(self.records), resuming=len(self._eager))
 
     async def adopt(self, thread_ids: list[str]) -> None:
@@ -127,7 +128,7 @@ class Supervisor:
         if not wanted or self._closing:
             return
         epoch = self.lease_epoch
-        eager = self._add_records(await self.store.read(lambda conn: _read_threads(conn, epoch, wanted)))
+        eager = self._add_records(await self.store.read(lambda conn: read_threads(conn, epoch, wanted)))
         for record in eager:
             self.ensure_actor(record)
         log.info("threads adopted", threads=len(wanted), resuming=len(eager))
@@ -419,18 +420,6 @@ class Supervisor:
                 for child in children:
                     nursery.start_soon(self._kill_tree, child, f"ancestor {root} was killed", killed, root)
 
-    def tree(self, thread_id: str | None = None) -> list[dict[str, Any]]:
-        """``{thread_id, state, children: [...]}`` under ``thread_id`` (or every root)."""
-
-        def node(tid: str) -> dict[str, Any]:
-            core = self.records[tid].core
-            return {"thread_id": tid, "state": core.state.value, "children": [node(child) for child in core.children if child in self.records]}
-
-        if thread_id is not None:
-            return [node(self.record(thread_id).thread_id)]
-        roots = sorted((r for r in self.records.values() if r.core.parent not in self.records), key=lambda r: r.core.created_at)
-        return [node(record.thread_id) for record in roots]
-
     async def delete(self, thread_id: str) -> dict[str, Any]:
         """Delete a thread and its descendants, history and events: refused while any of
         them runs. Each is retired (its actor stops, taking nothing more) before a single
@@ -481,21 +470,3 @@ class Supervisor:
         except (trio.TooSlowError, Timeout, Exception) as exc:
             log.warning("thread did not stop in time", thread_id=record.thread_id, error=repr(exc))
 
-
-def _read_threads(conn: Any, epoch: int | None, thread_ids: list[str] | None) -> tuple[list[Any], list[Any], dict[str, int], dict[str, list[str]]]:
-    """Rows, pending inputs and last seqs of the threads to run here (leased under ``epoch``
-    when given; only ``thread_ids`` when given), and every thread's children (a child may
-    be run by another node)."""
-    rows = queries.load_threads(conn)
-    children: dict[str, list[str]] = {}
-    for row in rows:
-        if row.parent is not None:
-            children.setdefault(row.parent, []).append(row.thread_id)
-    keep = queries.leased_threads(conn, epoch) if epoch is not None else None
-    if thread_ids is not None:
-        keep = set(thread_ids) if keep is None else keep & set(thread_ids)
-    if keep is not None:
-        rows = [row for row in rows if row.thread_id in keep]
-    inputs = [i for i in queries.load_inputs(conn, None) if keep is None or i.thread_id in keep]
-    last_seqs = queries.last_seqs(conn) if keep is None or len(keep) > 64 else queries.last_seqs(conn, keep)
-    return rows, inputs, last_seqs, children
