@@ -18,7 +18,7 @@ from echsd.agent_types import SHIPPED
 from echsd.appserver.server import AppServer
 from echsd.blackboard.board import Blackboard
 from echsd.blackboard.service import BlackboardService
-from echsd.codex import ResponsesClient, endpoint_from_settings
+from echsd.codex import ResponsesClient
 from echsd.logs import get_logger
 from echsd.service.sdnotify import Notifier
 from echsd.settings import Settings
@@ -92,7 +92,7 @@ class Daemon:
                 if settings.provider == "mock":
                     self.base_url = await self._start_mock(root)
                 client = ResponsesClient(
-                    endpoint_from_settings(settings, self.base_url),
+                    settings.endpoint(self.base_url),
                     catalog=settings.catalog,
                     max_retries=settings.tuning.max_retries,
                     idle_timeout_s=settings.tuning.stream_idle_timeout_s,

@@ -29,9 +29,9 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     from echsd.agent_types import AgentType
     from echsd.codex.catalog import ModelCatalog
+    from echsd.codex.endpoint import Endpoint
 
 PROVIDERS = ("auto", "openai", "codex", "mock")
-REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 DEFAULT_BASE_URLS = {
     "openai": "https://api.openai.com/v1",
@@ -137,6 +137,19 @@ class Settings:
     def config_path(self) -> Path:
         return self.state_dir / "config.toml"
 
+    def endpoint(self, base_url: str | None = None) -> Endpoint:
+        """The provider's endpoint; ``base_url`` overrides the URL (the in-process mock's)."""
+        from echsd.codex.endpoint import make_endpoint  # the codex package only where a client is made
+
+        return make_endpoint(
+            self.provider,
+            base_url or self.base_url,
+            codex_home=self.codex_home,
+            api_key=self.openai_api_key,
+            organization=self.openai_organization,
+            project=self.openai_project,
+        )
+
 
 def default_state_dir(env: Mapping[str, str]) -> Path:
     if env.get("ECHS_STATE_DIR"):
@@ -232,15 +245,15 @@ def default_node_id() -> str:
 
 
 def codex_auth_has_tokens(home: Path) -> bool:
-    """True when ``<CODEX_HOME>/auth.json`` holds a ChatGPT login (an access token)."""
-    import json
+    """True when ``<CODEX_HOME>/auth.json`` holds a ChatGPT login (read by ``auth_file``, the
+    one place that parses that file)."""
+    from echsd.codex.auth_file import AuthFileError, read_tokens
 
     try:
-        data = json.loads((home / "auth.json").read_text())
-    except (OSError, ValueError):
+        read_tokens(home / "auth.json")
+    except AuthFileError:
         return False
-    tokens = data.get("tokens") if isinstance(data, dict) else None
-    return isinstance(tokens, dict) and bool(tokens.get("access_token"))
+    return True
 
 
 def resolve_provider(requested: str, home: Path, api_key: str | None) -> str:

@@ -33,7 +33,6 @@ from echsd.codex import (
     SummaryUnavailable,
     TextDelta,
     UpstreamUnavailable,
-    endpoint_from_settings,
 )
 from echsd.codex.mock import open_mock_upstream
 from echsd.codex.shape import request_body
@@ -107,7 +106,7 @@ async def _probe(settings: Settings, request: ResponsesRequest) -> str | None:
 
 async def _ask(settings: Settings, base_url: str | None, request: ResponsesRequest) -> str | None:
     """Stream one reply to stdout; the failure reason, or None on success."""
-    endpoint = endpoint_from_settings(settings, base_url)
+    endpoint = settings.endpoint(base_url)
     client = ResponsesClient(
         endpoint,
         catalog=settings.catalog,

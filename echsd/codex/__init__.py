@@ -2,7 +2,7 @@
 
 Knows nothing of threads. The thread runtime uses::
 
-    client = ResponsesClient(endpoint_from_settings(settings), catalog=settings.catalog)
+    client = ResponsesClient(settings.endpoint(), catalog=settings.catalog)
     budget = client.retry_budget()
     async with client.stream(ResponsesRequest(model=..., instructions=..., input=items,
                                               session_id=thread_id), budget=budget) as events:
@@ -20,7 +20,7 @@ from echsd.codex.auth import ApiKeyAuth, Auth, NoAuth
 from echsd.codex.catalog import ModelCatalog, ModelInfo, Prices, default_catalog, estimate_cost
 from echsd.codex.client import ResponsesClient
 from echsd.codex.codex_auth import CodexAuth
-from echsd.codex.endpoint import Endpoint, endpoint_from_settings
+from echsd.codex.endpoint import Endpoint, make_endpoint
 from echsd.codex.errors import (
     AuthFailed,
     BadModelRequest,
@@ -96,5 +96,5 @@ __all__ = [
     "UpstreamUnavailable",
     "Usage",
     "UsageLimitReached",
-    "endpoint_from_settings",
+    "make_endpoint",
 ]

@@ -44,7 +44,7 @@ def read_tokens(path: Path) -> tuple[Tokens, dict[str, Any]]:
     except orjson.JSONDecodeError:
         raise AuthFileError(f"{path} is not valid JSON") from None
     tokens = document.get("tokens") if isinstance(document, dict) else None
-    if not isinstance(tokens, dict) or not isinstance(tokens.get("access_token"), str):
+    if not isinstance(tokens, dict) or not isinstance(tokens.get("access_token"), str) or not tokens["access_token"]:
         raise AuthFileError(f"{path} holds no ChatGPT login (run `codex login`)")
     for name in ("access_token", "refresh_token", "id_token"):
         register_secret(tokens.get(name) if isinstance(tokens.get(name), str) else None)

@@ -20,9 +20,10 @@ from typing import Any, Iterable, Mapping
 
 from echsd.errors import BadRequest
 from echsd.logs import get_logger
-from echsd.settings import REASONING_EFFORTS
 
 log = get_logger(__name__)
+
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")  # every effort any model takes
 
 COMPACT_SHARE = 0.85  # auto-compaction threshold as a share of the context window, unless set
 UNKNOWN_CONTEXT_WINDOW = 128_000

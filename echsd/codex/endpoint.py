@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import platform
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from echsd import __version__
 from echsd.codex.auth import ApiKeyAuth, Auth, NoAuth
 from echsd.codex.codex_auth import CodexAuth
-
-if TYPE_CHECKING:
-    from echsd.settings import Settings
 
 CODEX_ORIGINATOR = "codex_cli_rs"
 CODEX_CLIENT_VERSION = "0.169.0"  # the Codex CLI release whose request shapes echsd follows
@@ -59,29 +56,36 @@ def user_agent(provider: str) -> str:
     return "".join(ch if " " <= ch <= "~" else "_" for ch in agent)
 
 
-def provider_headers(settings: Settings) -> dict[str, str]:
-    headers = {"User-Agent": user_agent(settings.provider)}
-    if settings.provider == "codex":
+def provider_headers(provider: str, organization: str | None = None, project: str | None = None) -> dict[str, str]:
+    headers = {"User-Agent": user_agent(provider)}
+    if provider == "codex":
         headers["originator"] = CODEX_ORIGINATOR
-    if settings.provider == "openai":
-        if settings.openai_organization:
-            headers["OpenAI-Organization"] = settings.openai_organization
-        if settings.openai_project:
-            headers["OpenAI-Project"] = settings.openai_project
+    if provider == "openai":
+        if organization:
+            headers["OpenAI-Organization"] = organization
+        if project:
+            headers["OpenAI-Project"] = project
     return headers
 
 
-def endpoint_from_settings(settings: Settings, base_url: str | None = None) -> Endpoint:
-    """The endpoint of the configured provider; ``base_url`` overrides the settings' URL.
+def make_endpoint(
+    provider: str,
+    base_url: str | None,
+    *,
+    codex_home: Path,
+    api_key: str | None = None,
+    organization: str | None = None,
+    project: str | None = None,
+) -> Endpoint:
+    """The endpoint of a provider (``codex``, ``openai`` or ``mock``) at ``base_url``.
 
     For ``mock`` the caller passes the URL of the mock upstream it started.
     """
-    url = base_url or settings.base_url
-    if not url:
-        raise ValueError(f"provider {settings.provider!r} needs a base URL")
-    headers = provider_headers(settings)
-    if settings.provider == "codex":
-        return Endpoint(url, CodexAuth(settings.codex_home), headers)
-    if settings.provider == "openai" and settings.openai_api_key:
-        return Endpoint(url, ApiKeyAuth(settings.openai_api_key), headers)
-    return Endpoint(url, NoAuth(), headers)
+    if not base_url:
+        raise ValueError(f"provider {provider!r} needs a base URL")
+    headers = provider_headers(provider, organization, project)
+    if provider == "codex":
+        return Endpoint(base_url, CodexAuth(codex_home), headers)
+    if provider == "openai" and api_key:
+        return Endpoint(base_url, ApiKeyAuth(api_key), headers)
+    return Endpoint(base_url, NoAuth(), headers)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 import structlog
 
-from echsd.codex.catalog import COMPACT_SHARE, default_catalog, shipped_tables
+from echsd.codex.catalog import COMPACT_SHARE, REASONING_EFFORTS, default_catalog, shipped_tables
 from echsd.errors import BadRequest
-from echsd.settings import DEFAULT_MODELS, REASONING_EFFORTS, SettingsError, load_catalog_setting, load_settings
+from echsd.settings import DEFAULT_MODELS, SettingsError, load_catalog_setting, load_settings
 
 
 def settings_with(tmp_path: Path, config: str):
@@ -135,3 +136,35 @@ def test_bad_model_tables_name_the_file_and_field(tmp_path: Path, table: str, me
         settings_with(tmp_path, table)
     assert message in str(caught.value) and "config.toml" in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def _imports(module_file: str) -> set[str]:
+    tree = ast.parse(Path(module_file).read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):  # every import, also inside functions and TYPE_CHECKING blocks
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_the_catalog_does_not_reach_up_into_settings() -> None:
+    import echsd.codex.catalog
+    import echsd.codex.endpoint
+
+    for module in (echsd.codex.catalog, echsd.codex.endpoint):
+        assert not any(name.startswith("echsd.settings") for name in _imports(str(module.__file__))), module.__name__
+
+
+def test_settings_read_auth_json_through_the_one_reader(tmp_path: Path) -> None:
+    import echsd.settings
+    from echsd.settings import codex_auth_has_tokens
+
+    assert not {"json", "orjson"} & _imports(str(echsd.settings.__file__))  # auth.json is parsed in codex.auth_file only
+    (tmp_path / "auth.json").write_text('{"tokens": {"access_token": ""}}')
+    assert not codex_auth_has_tokens(tmp_path)
+    (tmp_path / "auth.json").write_text('{"tokens": {"access_token": "a", "refresh_token": "r"}}')
+    assert codex_auth_has_tokens(tmp_path)
+    (tmp_path / "auth.json").write_text("not json")
+    assert not codex_auth_has_tokens(tmp_path)

@@ -1,4 +1,4 @@
-"""endpoint_from_settings: provider -> URL and auth, as ``serve`` resolves them."""
+"""Settings.endpoint: provider -> URL and auth, as ``serve`` resolves them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from echsd import __version__
-from echsd.codex import ApiKeyAuth, CodexAuth, NoAuth, endpoint_from_settings
+from echsd.codex import ApiKeyAuth, CodexAuth, NoAuth
 from echsd.settings import load_settings
 
 
@@ -19,7 +19,7 @@ def settings(tmp_path: Path, flags: dict, **env: str):
 
 
 def test_openai_with_key(tmp_path: Path) -> None:
-    endpoint = endpoint_from_settings(settings(tmp_path, {"provider": "openai"}, OPENAI_API_KEY="sk-test-key-123"))
+    endpoint = settings(tmp_path, {"provider": "openai"}, OPENAI_API_KEY="sk-test-key-123").endpoint()
     assert isinstance(endpoint.auth, ApiKeyAuth)
     assert endpoint.responses_url == "https://api.openai.com/v1/responses"
     assert endpoint.compact_url == "https://api.openai.com/v1/responses/compact"
@@ -27,39 +27,39 @@ def test_openai_with_key(tmp_path: Path) -> None:
 
 
 def test_openai_local_endpoint_without_key(tmp_path: Path) -> None:
-    endpoint = endpoint_from_settings(settings(tmp_path, {"provider": "openai", "base_url": "http://127.0.0.1:8765/v1/"}))
+    endpoint = settings(tmp_path, {"provider": "openai", "base_url": "http://127.0.0.1:8765/v1/"}).endpoint()
     assert isinstance(endpoint.auth, NoAuth) and endpoint.responses_url == "http://127.0.0.1:8765/v1/responses"
 
 
 def test_codex_login(tmp_path: Path) -> None:
     (tmp_path / "codex").mkdir()
     (tmp_path / "codex" / "auth.json").write_text(json.dumps({"tokens": {"access_token": "a", "refresh_token": "r"}}))
-    endpoint = endpoint_from_settings(settings(tmp_path, {}))
+    endpoint = settings(tmp_path, {}).endpoint()
     assert isinstance(endpoint.auth, CodexAuth) and endpoint.auth.path == tmp_path / "codex" / "auth.json"
     assert endpoint.responses_url == "https://chatgpt.com/backend-api/codex/responses"
 
 
 def test_mock_needs_the_callers_url(tmp_path: Path) -> None:
     mock = settings(tmp_path, {"provider": "mock"})
-    endpoint = endpoint_from_settings(mock, "http://127.0.0.1:5555/v1")
+    endpoint = mock.endpoint("http://127.0.0.1:5555/v1")
     assert isinstance(endpoint.auth, NoAuth) and endpoint.base_url == "http://127.0.0.1:5555/v1"
     with pytest.raises(ValueError):
-        endpoint_from_settings(mock)
+        mock.endpoint()
 
 
 def test_codex_provider_introduces_itself_as_codex_does(tmp_path: Path) -> None:
     (tmp_path / "codex").mkdir()
     (tmp_path / "codex" / "auth.json").write_text(json.dumps({"tokens": {"access_token": "a", "refresh_token": "r"}}))
-    headers = endpoint_from_settings(settings(tmp_path, {}, OPENAI_ORGANIZATION="org-x")).headers
+    headers = settings(tmp_path, {}, OPENAI_ORGANIZATION="org-x").endpoint().headers
     assert headers["originator"] == "codex_cli_rs"
     assert re.fullmatch(r"codex_cli_rs/\d+\.\d+\.\d+ \([^;()]+ [^;()]+; [^;()]+\) echsd/" + re.escape(__version__), headers["User-Agent"])
     assert "OpenAI-Organization" not in headers  # an API header, not a ChatGPT one
 
 
 def test_openai_provider_sends_organization_and_project(tmp_path: Path) -> None:
-    plain = endpoint_from_settings(settings(tmp_path, {"provider": "openai"}, OPENAI_API_KEY="sk-1")).headers
+    plain = settings(tmp_path, {"provider": "openai"}, OPENAI_API_KEY="sk-1").endpoint().headers
     assert plain["User-Agent"].startswith(f"echsd/{__version__} (") and "originator" not in plain
     assert "OpenAI-Organization" not in plain and "OpenAI-Project" not in plain
     env = {"OPENAI_API_KEY": "sk-1", "OPENAI_ORGANIZATION": "org-abc", "OPENAI_PROJECT": "proj_def"}
-    headers = endpoint_from_settings(settings(tmp_path, {"provider": "openai"}, **env)).headers
+    headers = settings(tmp_path, {"provider": "openai"}, **env).endpoint().headers
     assert headers["OpenAI-Organization"] == "org-abc" and headers["OpenAI-Project"] == "proj_def"
