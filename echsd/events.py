@@ -82,6 +82,13 @@ EVENT_TYPES: dict[str, EventSpec] = {
         {"state": "idle | running | paused | killed", "reason": "optional text"},
     ),
     "thread.killed": EventSpec("The thread was killed for good.", {"reason": "text"}),
+    "thread.deleted": EventSpec(
+        "The thread was deleted (`thread.delete` of it or of an ancestor): the last event of its "
+        "stream, numbered after its last stored one; the subscription ends and the id is not_found "
+        "from then on. Live only, like its log, it is never replayed.",
+        {"root": "the thread whose deletion was asked (this one or an ancestor)"},
+        stored=False,
+    ),
     "thread.compacted": EventSpec(
         "The thread's context was compacted.",
         {"items_before": "int", "items_after": "int", "reason": "manual | auto | context_length_exceeded"},

@@ -69,6 +69,7 @@ class Attached:
         self.reconnect_s = reconnect_s
         self.disconnected = False
         self.gone = False  # the daemon did not come back
+        self.deleted = False  # the thread was deleted: nothing more to attach to
 
     def _prompt_message(self) -> Any:
         """The input line's prompt, under the live status line while a turn runs."""
@@ -121,6 +122,9 @@ class Attached:
             if self.gone:
                 self.out([*self.view.flush(), self.style(f"the daemon did not come back within {self.reconnect_s:g} s; detached", fg="red")])
                 return EXIT_FAILED
+            if self.deleted:
+                self.out([*self.view.flush(), self.style.dim(f"detached: {self.thread_id} was deleted")])
+                return 0
             self.out([*self.view.flush(), self.style.dim(f"detached from {self.thread_id}; it keeps running")])
         return 0
 
@@ -143,8 +147,15 @@ class Attached:
                     async for event in stream:
                         self._show(event)
                         position = stream.position(self.thread_id)
+                    if stream.deleted:
+                        self.deleted = True
+                        scope.cancel()
                 return
             except WireError as exc:
+                if exc.code == "not_found":  # deleted while we were away
+                    self.deleted = True
+                    scope.cancel()
+                    return
                 if exc.code != "connection_lost":
                     raise
             if not await self._reconnect():
@@ -169,7 +180,11 @@ class Attached:
             await self.client.reconnect(timeout=self.reconnect_s)
         except WireError:
             return False
-        self.view.state = str((await self.client.get_thread(self.thread_id)).get("state"))
+        try:
+            self.view.state = str((await self.client.get_thread(self.thread_id)).get("state"))
+        except WireError as exc:
+            if exc.code != "not_found":
+                raise  # (not_found: deleted meanwhile, which the follower says next)
         self.disconnected = False
         self.out([self.style.dim("reconnected; going on from the last event shown")])
         self.prompt.refresh()

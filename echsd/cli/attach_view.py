@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from echsd.cli.render import Style, clip_lines, duration, one_line, printable, tokens
-from echsd.cli.render_events import killed_text, summary, waiting_text
+from echsd.cli.render_events import deleted_text, killed_text, summary, waiting_text
 from echsd.cli.render_history import arguments_summary, content_text
 
 
@@ -223,6 +223,9 @@ class AttachView:
             return [s(f"input {data.get('input_id')} dropped: {data.get('reason')}", fg="yellow")]
         if kind == "thread.killed":
             return [s(killed_text(data), fg="red")]
+        if kind == "thread.deleted":
+            self.state = "deleted"
+            return [s(f"── {deleted_text(str(event.get('thread_id')), data)} ──", fg="red")]
         if kind in ("turn.retry", "turn.waiting"):
             return [s(("↻ " if kind == "turn.retry" else "⋯ ") + one_line(waiting_text(kind, data), self.width - 2), fg="yellow")]
         if kind == "thread.configured":

@@ -41,13 +41,14 @@ def history(ctx: click.Context, thread_id: str) -> None:
 @click.command()
 @click.argument("thread_id")
 @click.option("--since", type=click.IntRange(min=0), default=0, show_default=True, help="Replay events after this seq.")
-@click.option("--follow", "-f", is_flag=True, help="Then stream live events (survives daemon restarts) until Ctrl-C or a kill.")
+@click.option("--follow", "-f", is_flag=True, help="Then stream live events (survives daemon restarts) until Ctrl-C, a kill or a deletion.")
 @json_option
 @click.pass_context
 def events(ctx: click.Context, thread_id: str, since: int, follow: bool) -> None:
     """Replay a thread's events; --follow keeps streaming.
 
-    Events after --since (default: all); with --follow, live ones too until Ctrl-C or a kill.
+    Events after --since (default: all); with --follow, live ones too until Ctrl-C, a kill
+    or the thread's deletion.
     """
     options = options_of(ctx)
     from echsd.cli.render import Style
@@ -72,10 +73,12 @@ def events(ctx: click.Context, thread_id: str, since: int, follow: bool) -> None
 
 
 async def _follow(client: Client, thread_id: str, since: int, emit: Callable[[dict[str, Any]], None]) -> None:
-    """Stream until Ctrl-C or the thread's kill (exit 0); the client library reconnects
+    """Stream until Ctrl-C, the thread's kill or its deletion (exit 0); the client library reconnects
     and resumes from the last seq seen, so a daemon restart shows up as neither a gap
     nor a repeat. A thread killed already has nothing to follow: its events are replayed."""
     import trio
+
+    from echsd.wire.errors import WireError
 
     if (await client.get_thread(thread_id)).get("state") == "killed":  # (not_found now, not after a subscribe)
         await _replay(client, thread_id, since, emit)  # nothing will ever follow
@@ -88,11 +91,17 @@ async def _follow(client: Client, thread_id: str, since: int, emit: Callable[[di
                     nursery.cancel_scope.cancel()
 
             nursery.start_soon(stop_on_signal)
-            async with client.events(thread_id, since=since) as stream:
-                async for event in stream:
-                    emit(event)
-                    if event.get("event") == "thread.state" and (event.get("data") or {}).get("state") == "killed":
-                        break  # a killed thread's last event
+            try:
+                async with client.events(thread_id, since=since) as stream:
+                    async for event in stream:
+                        emit(event)  # (a thread.deleted is the last: the stream ends after it)
+                        if event.get("event") == "thread.state" and (event.get("data") or {}).get("state") == "killed":
+                            break  # a killed thread's last event
+            except WireError as exc:
+                if exc.code != "not_found":
+                    raise
+                # Deleted while the connection was down: its thread.deleted was not seen.
+                click.echo(f"echs: {thread_id} was deleted", err=True)
             nursery.cancel_scope.cancel()
 
 

@@ -13,6 +13,7 @@ TYPE_COLORS = {
     "turn.interrupted": "yellow",
     "turn.error": "red",
     "thread.killed": "red",
+    "thread.deleted": "red",
     "events.gap": "magenta",
 }
 
@@ -48,6 +49,8 @@ def summary(event: dict[str, Any]) -> str:
         return f"events {data.get('from_seq')}..{data.get('to_seq')} not available ({data.get('reason')})"
     if kind == "thread.killed":
         return killed_text(data)
+    if kind == "thread.deleted":
+        return deleted_text(str(event.get("thread_id")), data)
     if kind == "thread.state":
         return str(data.get("state")) + (f" ({data['reason']})" if data.get("reason") else "")
     if kind == "thread.created":
@@ -59,6 +62,12 @@ def killed_text(data: dict[str, Any]) -> str:
     """``thread killed``, with the reason only when it says more (e.g. its parent's kill)."""
     reason = str(data.get("reason") or "")
     return "thread killed" if reason in ("", "kill", "killed", "thread killed") else f"thread killed: {reason}"
+
+
+def deleted_text(thread_id: str, data: dict[str, Any]) -> str:
+    """``thread deleted``, naming the ancestor whose deletion took it along."""
+    root = data.get("root")
+    return "thread deleted" if root in (None, thread_id) else f"thread deleted with its ancestor {root}"
 
 
 def waiting_text(kind: str, data: dict[str, Any], left_s: float | None = None) -> str:

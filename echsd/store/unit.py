@@ -33,6 +33,8 @@ class Unit:
 
     ``statements`` run first, in order, then ``events`` are inserted into the event log;
     the events are published (``on_commit``) only after the transaction committed.
+    ``notices`` are published with them but never stored: what a unit ends rather than
+    logs (``thread.deleted``, whose log the unit removes).
     ``on_done(error)`` (error None: committed) runs on the trio thread as soon as the writer
     is finished with the unit, in submission order, before anyone waiting on it wakes: the
     place for an owner of in-memory state to apply (or drop) what it decided, and publish
@@ -43,6 +45,7 @@ class Unit:
 
     events: list[Event] = field(default_factory=list)
     statements: list[Statement] = field(default_factory=list)
+    notices: list[Event] = field(default_factory=list)
     on_done: Callable[[StoreError | None], None] | None = None
     fence: str | None = None  # the thread this unit writes for (checked against its lease)
     _submitted: bool = field(default=False, init=False, repr=False)

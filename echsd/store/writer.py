@@ -317,12 +317,15 @@ class StoreWriter:
         No checkpoint in here, so a cancellation cannot fall between commit and publish.
         """
         events: list[Event] = []
+        stored = 0
         for unit, error in zip(units, results, strict=True):
             if error is None:
                 events.extend(unit.events)
+                stored += len(unit.events)
+                events.extend(unit.notices)
         stats = self.stats
         stats.transactions += transactions
-        stats.events += len(events)
+        stats.events += stored
         if events and self._on_commit is not None:
             try:
                 self._on_commit(events)

@@ -32,6 +32,7 @@ from echsd.errors import (
     Timeout,
     Unavailable,
 )
+from echsd.events import Event
 from echsd.ids import is_thread_id, new_thread_id
 from echsd.logs import get_logger
 from echsd.settings import Tuning
@@ -437,7 +438,7 @@ class Supervisor:
                     await self.call(target, "retire", retired=False)
             raise
         await self.store.writer.wait_room()
-        unit = self.store.writer.put_nowait(Unit(statements=[ops.delete_threads(doomed)]))
+        unit = self.store.writer.put_nowait(Unit(statements=[ops.delete_threads(doomed)], notices=self._deleted_notices(doomed, thread_id)))
         await unit.wait()
         for target in doomed:
             gone = self.records.pop(target, None)
@@ -447,6 +448,17 @@ class Supervisor:
         if parent is not None and parent in self.records:
             await self.call(parent, "forget_child", child_id=thread_id)
         return {"deleted": doomed}
+
+    def _deleted_notices(self, doomed: list[str], root: str) -> list[Event]:
+        """``thread.deleted`` for each doomed thread, numbered after its last event: it
+        ends their subscribers' streams, and is never stored (their logs go with them)."""
+        now = time.time()
+        notices = []
+        for target in doomed:
+            record = self.records.get(target)
+            if record is not None:
+                notices.append(Event(target, record.log.last_seq + 1, "thread.deleted", now, {"root": root}))
+        return notices
 
     # ---- shutdown --------------------------------------------------------------------
 

@@ -132,6 +132,11 @@ class Follow:
             self.cursor.pop(key, None)
         return True
 
+    def forget(self, thread_id: str) -> None:
+        """The thread is gone (deleted): no cursor or subscription of it is kept."""
+        self.threads.discard(thread_id)
+        self.cursor.pop(thread_id, None)
+
     def _advance(self, thread_id: str, seq: int) -> bool:
         if seq <= self.position(thread_id):
             return False

@@ -8,7 +8,8 @@ backpressure gap (the daemon's or ours) is filled by paging ``thread.events`` fr
 cursor, so nothing is missed either; a retention gap (the log no longer has the events)
 is yielded as is. After a connection loss the stream reconnects the client and subscribes
 again from its cursor (``*``: live again, then every thread is re-read from its cursor), or,
-with ``reconnect=False``, ends with ``WireError("connection_lost")``.
+with ``reconnect=False``, ends with ``WireError("connection_lost")``. A one-thread stream
+ends after the thread's ``thread.deleted``.
 
 A one-thread stream subscribes *live only* and reads everything up to the ``last_seq`` the
 daemon answers from the log. Whatever reached the queue before (live events of an earlier
@@ -99,6 +100,7 @@ class EventStream(Subscribed):
         self._wakeup = trio.Event()
         self._generation: int | None = None  # the client connection we are subscribed on
         self._closed = False
+        self.deleted = False  # the thread was deleted: its thread.deleted was the last event
 
     # -- fed by the client's reader -------------------------------------------------------
 
@@ -126,7 +128,7 @@ class EventStream(Subscribed):
 
     async def __anext__(self) -> dict[str, Any]:
         while True:
-            if self._closed or self._client.closed:
+            if self._closed or self._client.closed or self.deleted:
                 raise StopAsyncIteration
             if self._ready:
                 return self._ready.popleft()
@@ -158,6 +160,8 @@ class EventStream(Subscribed):
             self._refill.append((thread_id, last))
             return None
         self.cursor[thread_id] = last
+        if event.get("event") == "thread.deleted" and thread_id == self.key:
+            self.deleted = True  # nothing follows it (the daemon ended the subscription)
         return event
 
     async def _subscribe(self) -> None:

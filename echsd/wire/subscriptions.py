@@ -27,6 +27,7 @@ from echsd.wire.follow import ALL, Follow
 from echsd.wire.outbox import Outbox
 
 MAX_PAGE = 1000
+DELETED = "thread.deleted"  # a thread's last event: its stream ends
 log = get_logger(__name__)
 
 _last_event: Event | None = None
@@ -71,7 +72,14 @@ class Subscriptions:
             self.outbox.drop(event.thread_id, event.seq, event.seq, event.ts)
         else:
             self.outbox.push_event(event.thread_id, event.seq, event.seq, event.ts, data)
+        if event.type == DELETED:
+            self._gone(event.thread_id)
         self._wake_writer()
+
+    def _gone(self, thread_id: str) -> None:
+        """The thread was deleted (its last event just went out): stop following it."""
+        self._stop(thread_id)
+        self.follow.forget(thread_id)
 
     async def subscribe(self, key: str, since: int | None) -> dict[str, Any]:
         if key != ALL:
@@ -93,6 +101,8 @@ class Subscriptions:
         # No checkpoint from here to the response: the held events go out before it.
         for event in held:
             self._push_event(event)
+            if event.type == DELETED:
+                self._gone(event.thread_id)
         self._wake_writer()
         last_seq = self.follow.position(key) if key != ALL else None
         return {"thread_id": key, "since": since, "replayed": replayed + len(held), "last_seq": last_seq}
