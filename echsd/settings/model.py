@@ -1,0 +1,67 @@
+"""``Settings``: the daemon's validated configuration, one frozen value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from echsd.agent_types import AgentType
+from echsd.settings.addresses import ListenAddress
+from echsd.settings.tuning import Tuning
+
+if TYPE_CHECKING:
+    from echsd.codex.catalog import ModelCatalog
+    from echsd.codex.endpoint import Endpoint
+
+
+@dataclass(frozen=True)
+class Settings:
+    state_dir: Path
+    listen: tuple[ListenAddress, ...]
+    provider: str  # resolved: openai | codex | mock
+    provider_requested: str  # as given: auto | openai | codex | mock
+    base_url: str | None  # None for mock until the in-process mock is listening
+    model: str
+    allow_remote: bool
+    codex_home: Path
+    openai_api_key: str | None = field(repr=False, default=None)
+    openai_organization: str | None = None  # OPENAI_ORGANIZATION: the OpenAI-Organization header
+    openai_project: str | None = None  # OPENAI_PROJECT: the OpenAI-Project header
+    app_server: tuple[ListenAddress, ...] = ()  # --app-server: Codex app-server protocol listeners
+    store_url: str = field(repr=False, default="")  # sqlite:////abs/path or postgresql://...
+    node_id: str = ""
+    # The file's tables (``sections.SECTIONS``):
+    tuning: Tuning = field(default_factory=Tuning)
+    catalog: ModelCatalog = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    agent_types: dict[str, AgentType] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def db_path(self) -> Path:
+        """The default SQLite file (the store is ``store_url``)."""
+        return self.state_dir / "echsd.db"
+
+    @property
+    def token_path(self) -> Path:
+        return self.state_dir / "token"
+
+    @property
+    def socket_path(self) -> Path:
+        return self.state_dir / "echsd.sock"
+
+    @property
+    def config_path(self) -> Path:
+        return self.state_dir / "config.toml"
+
+    def endpoint(self, base_url: str | None = None) -> Endpoint:
+        """The provider's endpoint; ``base_url`` overrides the URL (the in-process mock's)."""
+        from echsd.codex.endpoint import make_endpoint  # the codex package only where a client is made
+
+        return make_endpoint(
+            self.provider,
+            base_url or self.base_url,
+            codex_home=self.codex_home,
+            api_key=self.openai_api_key,
+            organization=self.openai_organization,
+            project=self.openai_project,
+        )

@@ -1,0 +1,49 @@
+"""The config file's tables that only the file sets (no flag, no environment variable).
+
+Adding one is a local edit: a parser ``(value or None, config path) -> value`` (in its own
+module when it is more than a few lines), a field on ``Settings`` with its default, and one
+``Section`` line below. ``load_settings`` refuses unknown top-level keys and fills each field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from echsd.agent_types import AgentTypeError, load_agent_types
+from echsd.settings.errors import SettingsError
+from echsd.settings.tuning import tuning_from
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str  # the config file's top-level key
+    field: str  # the ``Settings`` field it fills
+    parse: Callable[[Any, Path], Any]  # (the file's value, None when absent; the file) -> value
+
+
+def agent_types_from(table: Any, path: Path) -> Any:
+    """``[agent_types.NAME]``: the sub-agent types, the shipped ones overridden or extended."""
+    try:
+        return load_agent_types(table, str(path))
+    except AgentTypeError as exc:
+        raise SettingsError(str(exc)) from None
+
+
+def catalog_from(table: Any, path: Path) -> Any:
+    """The shipped model catalog with the config file's ``[models."NAME"]`` tables merged in
+    (the codex package is imported only here: the thin client reads settings too)."""
+    from echsd.codex.catalog import CatalogError, load_catalog
+
+    try:
+        return load_catalog(table, where=str(path))
+    except CatalogError as exc:
+        raise SettingsError(f"invalid setting in {exc}") from None
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("tuning", "tuning", tuning_from),
+    Section("models", "catalog", catalog_from),
+    Section("agent_types", "agent_types", agent_types_from),
+)
