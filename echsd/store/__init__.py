@@ -18,7 +18,8 @@ from echsd.store.schema import LATEST_VERSION, MIGRATIONS
 from echsd.store.sqlite.checkpointer import run_checkpoints
 from echsd.store.store import Store
 from echsd.store.unit import Statement, Unit
-from echsd.store.writer import StoreWriter, WriteGuard, WriterStats
+from echsd.store.commit import WriteGuard, WriterStats
+from echsd.store.writer import StoreWriter
 
 __all__ = [
     "LATEST_VERSION",

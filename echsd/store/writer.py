@@ -13,10 +13,7 @@ Rules this module keeps:
   so no client ever sees an event a crash could take back.
 - Order: units commit, publish (``on_commit``, then each unit's ``on_done``) and resolve
   in submission order.
-- Isolation: if a batch fails, its units are retried one transaction each; only the
-  failing unit gets the error. Transient errors (the backend's ``Conn.is_transient``:
-  busy, locked, I/O, disk full; a lost or restarting PostgreSQL server) are retried with
-  backoff, logged, and after ``retry_budget_s`` reported to the units, never dropped.
+- Isolation and retries: see ``commit.py`` (``BatchCommitter``), which writes one batch.
 - Cancellation never leaves a half-written transaction: the hop is not abandoned on
   cancel (it finishes, and its result is published) and the transaction helper rolls back
   on any exception. Units the writer could not write before it stopped fail with
@@ -25,60 +22,27 @@ Rules this module keeps:
   ``put_nowait`` raises ``trio.WouldBlock``.
 
 The writer knows nothing of the engine: the connection (``echsd.store.conn.Conn``) opens
-and commits transactions and inserts events its own fastest way. Where several daemons
-share the database, a ``WriteGuard`` runs inside every transaction: before the units, it
-checks that each fenced thread is still leased to this node (a unit of a thread adopted
-elsewhere fails with ``LeaseLost``, which the guard hears about); after them, it tells the
-other nodes what was written (``NOTIFY``, delivered at commit).
+and commits transactions and inserts events its own fastest way.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
 
 import trio
 
 from echsd.events import Event
 from echsd.logs import get_logger
+from echsd.store.commit import BatchCommitter, WriteGuard, WriterStats
 from echsd.store.conn import Conn
 from echsd.store.errors import LeaseLost, StoreClosed, StoreConflict, StoreError
-from echsd.store.unit import Unit, apply_units
+from echsd.store.unit import Unit
 
 log = get_logger("echsd.store.writer")
 
 OnCommit = Callable[[list[Event]], None]
 SLOW_BATCH_S = 1.0  # a batch slower than this is logged (store_batch_slow)
-
-
-class WriteGuard(Protocol):
-    """Hooks into every write transaction (on the writer thread), and back on trio."""
-
-    def before(self, conn: Conn, units: Sequence[Unit]) -> None:
-        """Raise ``LeaseLost`` if any unit's ``fence`` thread is no longer ours."""
-
-    def after(self, conn: Conn, units: Sequence[Unit]) -> None:
-        """Last statements of the transaction (e.g. notifications)."""
-
-    def lost(self, thread_ids: frozenset[str]) -> None:
-        """On the trio thread: units of these threads were refused (``LeaseLost``)."""
-
-
-@dataclass(slots=True)
-class WriterStats:
-    """Counters for tests, benchmarks and ``status``; mutated on the trio thread only."""
-
-    hops: int = 0  # trips to the writer thread
-    transactions: int = 0  # committed transactions
-    units: int = 0  # committed units
-    events: int = 0  # committed events
-    failed_units: int = 0
-    isolations: int = 0  # batches that failed and were retried unit by unit
-    transient_retries: int = 0
-    largest_batch: int = 0
-    slowest_batch_s: float = 0.0  # the longest write of one batch, retries included
 
 
 class StoreWriter:
@@ -96,25 +60,31 @@ class StoreWriter:
     ) -> None:
         if max_pending < 1:
             raise ValueError("max_pending must be >= 1")
-        self._conn = conn
         self._on_commit = on_commit
-        self.guard: WriteGuard | None = None  # set by the cluster (several daemons)
         self.max_pending = max_pending
-        self._retry_base_s = retry_base_s
-        self._retry_max_s = retry_max_s
-        self._retry_budget_s = retry_budget_s
+        self.stats = WriterStats()
+        self._committer = BatchCommitter(
+            conn, self.stats, retry_base_s=retry_base_s, retry_max_s=retry_max_s, retry_budget_s=retry_budget_s
+        )
         self._pending: deque[Unit] = deque()
         self._inflight: list[Unit] = []
         self._outstanding = 0  # pending + in flight
         self._last: Unit | None = None
         self._wake = trio.lowlevel.ParkingLot()  # the run task waits here for work
         self._space = trio.lowlevel.ParkingLot()  # put() waits here for room
-        self._limiter = trio.CapacityLimiter(1)  # our own: never starved by other hops
         self._running = False
         self._closing = False
         self._closed = False
         self._stopped = trio.Event()
-        self.stats = WriterStats()
+
+    @property
+    def guard(self) -> WriteGuard | None:
+        """Runs inside every write transaction where several daemons share the store."""
+        return self._committer.guard
+
+    @guard.setter
+    def guard(self, guard: WriteGuard | None) -> None:
+        self._committer.guard = guard
 
     # -- submitting ---------------------------------------------------------------
 
@@ -228,7 +198,7 @@ class StoreWriter:
                 self._pending.clear()
                 self._inflight = batch
                 started = trio.current_time()
-                await self._write(batch)
+                await self._committer.write(batch, self._finish)
                 self._inflight = []
                 self._note_if_slow(batch, trio.current_time() - started)
         finally:
@@ -263,55 +233,7 @@ class StoreWriter:
         self._stopped.set()
         self._space.unpark_all()
 
-    async def _write(self, batch: list[Unit]) -> None:
-        """Commit ``batch``: one transaction, else one per unit; retry transient errors."""
-        remaining = batch
-        isolate = False
-        delay = self._retry_base_s
-        first_failure: float | None = None
-        self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
-        while remaining:
-            self.stats.hops += 1
-            if not isolate:
-                error = await trio.to_thread.run_sync(
-                    self._apply_together, remaining, limiter=self._limiter
-                )
-                if error is None:
-                    self._finish(remaining, [None] * len(remaining), transactions=1)
-                    return
-                if not self._conn.is_transient(error):
-                    log.warning("store_batch_failed", units=len(remaining), error=repr(error))
-                    self.stats.isolations += 1
-                    isolate = True
-                    continue
-            else:
-                results, error = await trio.to_thread.run_sync(
-                    self._apply_each, remaining, limiter=self._limiter
-                )
-                done = remaining[: len(results)]
-                self._finish(done, results, transactions=sum(r is None for r in results))
-                remaining = remaining[len(results) :]
-                if error is None:
-                    return
-            # A transient error: back off and retry what is left, within the budget.
-            now = trio.current_time()
-            first_failure = now if first_failure is None else first_failure
-            if now - first_failure >= self._retry_budget_s:
-                log.error("store_write_gave_up", units=len(remaining), error=repr(error))
-                failure = StoreError(
-                    f"store write failed after {self._retry_budget_s:.0f}s of retries: {error}"
-                )
-                failure.__cause__ = error
-                self._finish(remaining, [failure] * len(remaining), transactions=0)
-                return
-            self.stats.transient_retries += 1
-            log.warning("store_write_retry", units=len(remaining), error=repr(error), delay_s=delay)
-            await trio.sleep(delay)
-            delay = min(delay * 2, self._retry_max_s)
-
-    def _finish(
-        self, units: Sequence[Unit], results: Sequence[BaseException | None], transactions: int
-    ) -> None:
+    def _finish(self, units: Sequence[Unit], results: Sequence[BaseException | None], transactions: int) -> None:
         """On the trio thread, right after the hop returned: publish, then resolve.
 
         No checkpoint in here, so a cancellation cannot fall between commit and publish.
@@ -365,39 +287,6 @@ class StoreWriter:
             self.guard.lost(thread_ids)
         except Exception:
             log.exception("store_guard_failed")
-
-    # -- on the writer thread ----------------------------------------------------------
-
-    def _apply(self, units: Sequence[Unit]) -> None:
-        """One transaction: the guard's check, the units, the guard's last word."""
-        guard = self.guard
-        with self._conn.transaction():
-            if guard is not None:
-                guard.before(self._conn, units)
-            apply_units(self._conn, units)
-            if guard is not None:
-                guard.after(self._conn, units)
-
-    def _apply_together(self, units: Sequence[Unit]) -> Exception | None:
-        try:
-            self._apply(units)
-        except Exception as exc:  # reported to the trio side
-            return exc
-        return None
-
-    def _apply_each(self, units: Sequence[Unit]) -> tuple[list[Exception | None], Exception | None]:
-        """One transaction per unit; stop at the first transient error and return it."""
-        results: list[Exception | None] = []
-        for unit in units:
-            try:
-                self._apply((unit,))
-            except Exception as exc:
-                if self._conn.is_transient(exc):
-                    return results, exc
-                results.append(exc)
-            else:
-                results.append(None)
-        return results, None
 
 
 def _settle(unit: Unit, error: StoreError | None) -> None:
