@@ -21,8 +21,10 @@ unit: outputs for dangling calls, usage, the terminal event, the thread's new st
 load lazily), the core holds only the thread row and the number of inputs waiting. The
 inputs themselves are kept by ``InputQueue`` and the history by ``Conversation``: parts
 of the core that only it calls. The transitions clients trigger (interrupt, pause, resume,
-kill, shutdown) are in ``control.py`` and those of the running turn in ``turndecisions.py``:
-mixins of this one class, so the one owner's rules are in three files, not one long one.
+kill, shutdown) are in ``control.py``, those of the running turn in ``turndecisions.py``,
+recovery and compaction in ``historydecisions.py``, the tree and deletion in
+``treedecisions.py``: mixins of this one class, so the one owner's rules are in a few short
+files, not one long one.
 """
 
 from __future__ import annotations
@@ -32,33 +34,22 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from echsd.codex import strip_reasoning_items
-from echsd.errors import Conflict, InvalidState
+from echsd.errors import InvalidState
 from echsd.ids import new_input_id, new_turn_id
-from echsd.store import InputRow, ThreadRow, ops
+from echsd.store import ThreadRow, ops
 from echsd.threads.config import ConfigRules, ThreadConfig, reconfigure
 from echsd.threads.control import ControlDecisions
-from echsd.threads.turndecisions import TurnDecisions
-from echsd.threads.compaction import AUTO_KEEP_USER_TURNS
 from echsd.threads.conversation import Conversation
-from echsd.threads.effects import (
-    Effects,
-    TurnEnd,
-    TurnState,
-    empty_usage,
-)
+from echsd.threads.effects import Effects, TurnState, empty_usage
+from echsd.threads.historydecisions import HistoryDecisions
 from echsd.threads.inputqueue import InputQueue
 from echsd.threads.inputs import PendingInput
-from echsd.threads.state import (
-    Disposition,
-    InputMode,
-    ThreadState,
-    Trigger,
-    input_disposition,
-    transition,
-)
+from echsd.threads.state import Disposition, InputMode, ThreadState, Trigger, input_disposition, transition
+from echsd.threads.treedecisions import TreeDecisions
+from echsd.threads.turndecisions import TurnDecisions
 
 
-class ThreadCore(ControlDecisions, TurnDecisions):
+class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecisions):
     __slots__ = (
         "_kill_reason",
         "_new_turn_id",
@@ -207,41 +198,6 @@ class ThreadCore(ControlDecisions, TurnDecisions):
     def remember_ack(self, client_msg_id: str, ack: dict[str, Any], text: str) -> None:
         self.inputs.remember_ack(client_msg_id, ack, text)
 
-    # ---- loading -------------------------------------------------------------------------
-
-    def recover(self, items: list[dict[str, Any]], inputs: Sequence[InputRow], crashed: str | None = None) -> Effects:
-        """Take the stored history and waiting inputs; close a turn a crash left open.
-
-        ``inputs`` are the rows still ``queued`` or ``steering`` (see ``InputQueue.load``).
-        ``crashed`` describes a worker crash (else the daemon restarted).
-        """
-        fx = Effects()
-        self.conversation.load(items)
-        self.inputs.load(fx, inputs)
-        turn_id, self.active_turn = self.active_turn, None
-        previous = self.state
-        if self.state is ThreadState.RUNNING:
-            self.state = transition(self.state, Trigger.RECOVER)
-        if turn_id is not None:
-            self.conversation.repair(fx, "crash" if crashed is not None else "restart", turn_id)
-            if crashed is not None:
-                error = {"code": "internal", "message": f"the thread worker crashed: {crashed}"}
-                end = TurnEnd(turn_id, "error", None, error, "", self.state.value)
-                fx.emit("turn.error", {"turn_id": turn_id, "error": end.error})
-            else:
-                end = TurnEnd(turn_id, "interrupted", "restart", None, "", self.state.value)
-                fx.emit("turn.interrupted", {"turn_id": turn_id, "reason": end.reason})
-            fx.emit("thread.state", {"state": self.state.value})
-            run = self.extra.pop("autorun", None)
-            if run is not None:  # its turn died with the daemon or the worker
-                fx.emit("run.finished", {"input_id": run["input_id"], "turns": run["turns"], "reason": "restart"})
-            # Closed like any other turn: a parent waiting on this thread reads how it ended.
-            self.extra["last_turn"] = {"turn_id": turn_id, "status": end.status, "reason": end.reason, "final_text": ""}
-            fx.turn_end = end
-        if turn_id is not None or self.state is not previous:
-            fx.statements.append(ops.upsert_thread(self.to_row()))
-        return fx
-
     # ---- input ---------------------------------------------------------------------------
 
     def receive_input(
@@ -322,66 +278,6 @@ class ThreadCore(ControlDecisions, TurnDecisions):
         fx.emit("plan.updated", {"turn_id": self.turn.turn_id if self.turn else None, **plan})
         fx.statements.append(ops.upsert_thread(self.to_row()))
         return fx
-
-    # ---- compaction ----------------------------------------------------------------------
-
-    def begin_compaction(self) -> tuple[int, list[dict[str, Any]]]:
-        """Reserve the history for a compaction; returns its token and the items to send.
-
-        While it runs, input queues (no turn may change the history under it); interrupt,
-        pause, kill and shutdown cancel it, and its late result is then refused.
-        """
-        self.check_alive()
-        if self.turn is not None:
-            raise Conflict("a turn is running; compact between turns (interrupt or wait)")
-        if not self.history:
-            raise InvalidState("nothing to compact: the history is empty")
-        planned = self.conversation.begin_compaction(keep_user_turns=0)  # a manual compaction takes it all
-        assert planned is not None
-        return planned
-
-    def begin_turn_compaction(self) -> tuple[int, list[dict[str, Any]]] | None:
-        """The running turn compacts before a request that would overfill the context: all
-        but the last user turn; None when nothing older than it is left to compact."""
-        self._running_turn()
-        return self.conversation.begin_compaction(keep_user_turns=AUTO_KEEP_USER_TURNS)
-
-    def context_tokens(self) -> int:
-        return self.conversation.context_tokens()
-
-    def finish_compaction(self, token: int, replacement: Sequence[dict[str, Any]], reason: str = "manual") -> Effects | None:
-        """The compacted history replaces the old one; None if the compaction was cancelled."""
-        return self.conversation.finish_compaction(token, replacement, reason)
-
-    def abort_compaction(self, token: int) -> None:
-        self.conversation.abort_compaction(token)
-
-    # ---- the thread tree -----------------------------------------------------------------
-
-    def check_accepts_children(self) -> None:
-        """Refuse new children once the thread is killed or being killed (or stopping)."""
-        if self.state is ThreadState.KILLED or (self.turn is not None and self.turn.end_reason == "kill"):
-            raise InvalidState(f"thread {self.thread_id} is killed or being killed: it takes no new children")
-        if self.stopping:
-            raise InvalidState("the daemon is shutting down: no new threads")
-        if self.retired:
-            raise InvalidState(f"thread {self.thread_id} is being deleted: it takes no new children")
-
-    def add_child(self, child_id: str) -> None:
-        self.check_accepts_children()
-        self.children.append(child_id)
-
-    def forget_child(self, child_id: str) -> None:
-        """A child was deleted (``thread.delete``)."""
-        if child_id in self.children:
-            self.children.remove(child_id)
-
-    def retire(self, retired: bool = True) -> None:
-        """Hold still for deletion (``thread.delete``): only a thread with nothing running,
-        and from then on it takes nothing at all (``retired=False``: the deletion failed)."""
-        if retired and (self.state is ThreadState.RUNNING or self.turn is not None or self.compaction is not None):
-            raise InvalidState(f"thread {self.thread_id} is running: interrupt (or kill) it before deleting it")
-        self.retired = retired
 
     # ---- helpers (every mutation below is reached from a public method above) -------------
 

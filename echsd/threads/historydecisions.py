@@ -1,0 +1,114 @@
+"""History decisions of the thread core: recovery after a restart or a crash, and compaction.
+
+Part of ``ThreadCore`` (a mixin, like ``control.py``): loading closes whatever a crash left
+open (the turn as interrupted or errored, its dangling calls repaired, an autonomous run
+ended); a compaction reserves the history while the model summarises it, and its result
+replaces the old items unless it was cancelled meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from echsd.errors import Conflict, InvalidState
+from echsd.store import InputRow, ops
+from echsd.threads.compaction import AUTO_KEEP_USER_TURNS
+from echsd.threads.effects import Effects, TurnEnd
+from echsd.threads.state import ThreadState, Trigger, transition
+
+if TYPE_CHECKING:
+    from echsd.store import ThreadRow
+    from echsd.threads.conversation import Conversation
+    from echsd.threads.effects import TurnState
+    from echsd.threads.inputqueue import InputQueue
+
+
+class HistoryDecisions:
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # provided by ThreadCore
+        thread_id: str
+        state: ThreadState
+        turn: TurnState | None
+        active_turn: str | None
+        extra: dict[str, Any]
+        conversation: Conversation
+        inputs: InputQueue
+
+        @property
+        def history(self) -> list[dict[str, Any]] | None: ...
+
+        def check_alive(self) -> None: ...
+
+        def to_row(self) -> ThreadRow: ...
+
+        def _running_turn(self) -> TurnState: ...
+
+    # ---- loading -------------------------------------------------------------------------
+
+    def recover(self, items: list[dict[str, Any]], inputs: Sequence[InputRow], crashed: str | None = None) -> Effects:
+        """Take the stored history and waiting inputs; close a turn a crash left open.
+
+        ``inputs`` are the rows still ``queued`` or ``steering`` (see ``InputQueue.load``).
+        ``crashed`` describes a worker crash (else the daemon restarted).
+        """
+        fx = Effects()
+        self.conversation.load(items)
+        self.inputs.load(fx, inputs)
+        turn_id, self.active_turn = self.active_turn, None
+        previous = self.state
+        if self.state is ThreadState.RUNNING:
+            self.state = transition(self.state, Trigger.RECOVER)
+        if turn_id is not None:
+            self.conversation.repair(fx, "crash" if crashed is not None else "restart", turn_id)
+            if crashed is not None:
+                error = {"code": "internal", "message": f"the thread worker crashed: {crashed}"}
+                end = TurnEnd(turn_id, "error", None, error, "", self.state.value)
+                fx.emit("turn.error", {"turn_id": turn_id, "error": end.error})
+            else:
+                end = TurnEnd(turn_id, "interrupted", "restart", None, "", self.state.value)
+                fx.emit("turn.interrupted", {"turn_id": turn_id, "reason": end.reason})
+            fx.emit("thread.state", {"state": self.state.value})
+            run = self.extra.pop("autorun", None)
+            if run is not None:  # its turn died with the daemon or the worker
+                fx.emit("run.finished", {"input_id": run["input_id"], "turns": run["turns"], "reason": "restart"})
+            # Closed like any other turn: a parent waiting on this thread reads how it ended.
+            self.extra["last_turn"] = {"turn_id": turn_id, "status": end.status, "reason": end.reason, "final_text": ""}
+            fx.turn_end = end
+        if turn_id is not None or self.state is not previous:
+            fx.statements.append(ops.upsert_thread(self.to_row()))
+        return fx
+
+    # ---- compaction ----------------------------------------------------------------------
+
+    def begin_compaction(self) -> tuple[int, list[dict[str, Any]]]:
+        """Reserve the history for a compaction; returns its token and the items to send.
+
+        While it runs, input queues (no turn may change the history under it); interrupt,
+        pause, kill and shutdown cancel it, and its late result is then refused.
+        """
+        self.check_alive()
+        if self.turn is not None:
+            raise Conflict("a turn is running; compact between turns (interrupt or wait)")
+        if not self.history:
+            raise InvalidState("nothing to compact: the history is empty")
+        planned = self.conversation.begin_compaction(keep_user_turns=0)  # a manual compaction takes it all
+        assert planned is not None
+        return planned
+
+    def begin_turn_compaction(self) -> tuple[int, list[dict[str, Any]]] | None:
+        """The running turn compacts before a request that would overfill the context: all
+        but the last user turn; None when nothing older than it is left to compact."""
+        self._running_turn()
+        return self.conversation.begin_compaction(keep_user_turns=AUTO_KEEP_USER_TURNS)
+
+    def context_tokens(self) -> int:
+        return self.conversation.context_tokens()
+
+    def finish_compaction(self, token: int, replacement: Sequence[dict[str, Any]], reason: str = "manual") -> Effects | None:
+        """The compacted history replaces the old one; None if the compaction was cancelled."""
+        return self.conversation.finish_compaction(token, replacement, reason)
+
+    def abort_compaction(self, token: int) -> None:
+        self.conversation.abort_compaction(token)
