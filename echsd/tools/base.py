@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from echsd.tools.capabilities import OutputSink, ThreadCapabilities
+from echsd.tools.sandbox.policy import SandboxPolicy
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class ToolContext:
     timeout_s: float
     writes: str = "allow"  # the thread's policy for file changes: allow | dry-run | deny
     caps: ThreadCapabilities = field(default_factory=ThreadCapabilities)
+    sandbox: SandboxPolicy | None = None  # what confines the thread's commands and file writes (None: nothing)
 
 
 class Tool(Protocol):

@@ -83,6 +83,7 @@ class ExecCommand(SessionTool):
             max_tokens=exec_args.max_output_tokens(args),
             command=command,
             notes=tuple(_ignored_notes(args)),
+            sandbox=ctx.sandbox,
         )
         report = await self.sessions_of(ctx).exec_command(request, turn_id=ctx.turn_id, emit=self.emitter(ctx))
         return result_of(report)

@@ -7,6 +7,8 @@ set that shutdown kills, and the reaper of the orphans killed commands leave us.
 as bytes from a pipe (stdout and stderr together, stdin from /dev/null) or from a pty
 master (the slave is its controlling terminal, so Ctrl-C and /dev/tty work), and finished
 by ``release``, which kills whatever is left of the enclosure and waits until it is empty.
+A command whose thread's sandbox policy confines it is started by the sandbox's fork server
+instead (``sandbox/``), which enters the same enclosure and confines the command before exec.
 
 The daemon calls ``use_group_registry`` at start (detects the mechanism, kills what a
 crashed run left), ``kill_all_groups`` at shutdown, and shows ``containment_name()``.
@@ -25,15 +27,17 @@ import termios
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Protocol
 
 import trio
 
 from echsd.logs import get_logger
 from echsd.tools import procfs
-from echsd.tools.containment import Containment, Enclosure
+from echsd.tools.containment import PIDNS, Containment, Enclosure, Prepared
 from echsd.tools.containment_probe import detect_containment
 from echsd.tools.groups import GroupRegistry
+from echsd.tools.sandbox.policy import SandboxPolicy
+from echsd.tools.sandbox.runtime import SandboxRuntime
 
 log = get_logger(__name__)
 
@@ -45,20 +49,35 @@ RECENT_LEADERS = 256  # process groups whose orphans are still recognised as our
 COMMAND_ENV = {"NO_COLOR": "1", "TERM": "dumb", "COLORTERM": "", "PAGER": "cat", "GIT_PAGER": "cat", "GH_PAGER": "cat"}
 
 
+class Waitable(Protocol):
+    """A started command: a ``trio.Process``, or one the sandbox's fork server started."""
+
+    pid: int
+
+    async def wait(self) -> int: ...
+
+
 @dataclass
 class ToolProcesses:
     containment: Containment
     registry: GroupRegistry | None = None
     live: dict[int, Enclosure] = field(default_factory=dict)
     recent: deque[int] = field(default_factory=lambda: deque(maxlen=RECENT_LEADERS))
+    sandbox: SandboxRuntime = field(default_factory=SandboxRuntime)
 
-    async def spawn(self, argv: list[str], *, cwd: str, env: Mapping[str, str], tty: bool) -> "ContainedProcess":
-        """Start ``argv`` in a new enclosure. OSError when it cannot be started."""
+    async def spawn(
+        self, argv: list[str], *, cwd: str, env: Mapping[str, str], tty: bool, sandbox: SandboxPolicy | None = None
+    ) -> "ContainedProcess":
+        """Start ``argv`` in a new enclosure, confined by ``sandbox`` (a policy that confines
+        something goes through the sandbox's fork server). OSError when it cannot be started."""
         master = slave = None
         if tty:
             master, slave = os.openpty()
             fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", PTY_ROWS, PTY_COLUMNS, 0, 0))
-        prepared = self.containment.prepare(argv, os.ttyname(slave) if slave is not None else None)
+        tty_path = os.ttyname(slave) if slave is not None else None
+        prepared = self.containment.prepare(argv, tty_path)
+        if sandbox is not None and sandbox.confined:
+            return await self._spawn_confined(argv, prepared, cwd, env, sandbox, master, slave, tty_path)
         try:
             process = await trio.lowlevel.open_process(
                 prepared.argv,
@@ -77,15 +96,59 @@ class ToolProcesses:
         finally:
             if slave is not None:
                 os.close(slave)
+        if master is not None:
+            return self._enclosed(process, prepared, trio.lowlevel.FdStream(master), tty=True)
+        assert process.stdout is not None
+        return self._enclosed(process, prepared, process.stdout, tty=False)
+
+    async def _spawn_confined(
+        self, argv: list[str], prepared: Prepared, cwd: str, env: Mapping[str, str], policy: SandboxPolicy, master: int | None, slave: int | None, tty_path: str | None
+    ) -> "ContainedProcess":
+        """The fork server's child enters the enclosure itself (cgroup, or a PID namespace it
+        leads) before confining itself, so ``prepared.argv``'s launcher is not used."""
+        request = {
+            "argv": argv,
+            "env": dict(env),
+            "cwd": cwd,
+            "policy": policy.to_json(),
+            "cgroup_procs": str(prepared.cgroup / "cgroup.procs") if prepared.cgroup is not None else None,
+            "pid_namespace": prepared.mechanism == PIDNS,
+            "tty": slave is not None,
+            "tty_path": tty_path,
+        }
+        output = None
+        opened: list[int] = []
+        try:
+            if slave is not None:
+                stdio = [slave, slave, slave]
+            else:
+                output, write_end = os.pipe2(os.O_CLOEXEC)
+                opened.append(write_end)
+                null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+                opened.append(null)
+                stdio = [null, write_end, write_end]
+            process = await self.sandbox.spawn(request, stdio)
+        except BaseException:
+            prepared.abandon()
+            for fd in (master, output):
+                if fd is not None:
+                    os.close(fd)
+            raise
+        finally:
+            for fd in (*opened, *([slave] if slave is not None else [])):
+                os.close(fd)
+        if master is not None:
+            return self._enclosed(process, prepared, trio.lowlevel.FdStream(master), tty=True)
+        assert output is not None
+        return self._enclosed(process, prepared, trio.lowlevel.FdStream(output), tty=False)
+
+    def _enclosed(self, process: Waitable, prepared: Prepared, output: trio.lowlevel.FdStream | trio.abc.ReceiveStream, *, tty: bool) -> "ContainedProcess":
         enclosure = prepared.enclose(process.pid)
         self.live[process.pid] = enclosure
         if self.registry is not None:
             self.registry.add(enclosure)
-        if master is not None:
-            stream = trio.lowlevel.FdStream(master)
-            return ContainedProcess(self, process, enclosure, stream, stream)
-        assert process.stdout is not None
-        return ContainedProcess(self, process, enclosure, process.stdout, None)
+        stdin = output if tty and isinstance(output, trio.abc.SendStream) else None
+        return ContainedProcess(self, process, enclosure, output, stdin)
 
     def forget(self, enclosure: Enclosure) -> None:
         self.live.pop(enclosure.leader, None)
@@ -123,7 +186,7 @@ class ContainedProcess:
     def __init__(
         self,
         table: ToolProcesses,
-        process: trio.Process,
+        process: Waitable,
         enclosure: Enclosure,
         output: trio.abc.ReceiveStream,
         stdin: trio.abc.SendStream | None,
@@ -193,7 +256,7 @@ def use_group_registry(directory: Path) -> int:
     global _table
     containment = _table.containment if _table is not None else detect_containment()
     registry = GroupRegistry(directory)
-    _table = ToolProcesses(containment, registry)
+    _table = ToolProcesses(containment, registry, sandbox=_table.sandbox if _table is not None else SandboxRuntime())
     return registry.kill_leftovers()
 
 
@@ -207,6 +270,7 @@ def kill_all_groups() -> None:
     if _table is not None:
         _table.kill_all()
         _table.containment.close()
+        _table.sandbox.forkserver.close_now()
 
 
 def become_subreaper() -> bool:

@@ -34,6 +34,9 @@ from echsd.logs import get_logger
 from echsd.tools.base import ToolContext, ToolError
 from echsd.tools.exec_output import Captured, ExecReport, HeadTailBuffer
 from echsd.tools.process import ContainedProcess, ToolProcesses, command_env, tool_processes
+from echsd.tools.sandbox.hints import denial_note
+from echsd.tools.sandbox.policy import SandboxPolicy
+from echsd.tools.sandbox.runtime import SandboxUnavailable
 
 log = get_logger(__name__)
 
@@ -54,6 +57,7 @@ class ExecRequest:
     max_tokens: int
     command: str  # as the model wrote it, for notes
     notes: tuple[str, ...] = ()
+    sandbox: SandboxPolicy | None = None  # the thread's policy; None: unconfined
 
 
 @dataclass(eq=False)
@@ -71,6 +75,7 @@ class ExecSession:
     _changed: trio.Event = field(default_factory=trio.Event)
     _drained: trio.Event = field(default_factory=trio.Event)
     closed_because: str | None = None  # set when the manager kills it
+    policy: SandboxPolicy | None = None  # what confined it (for the note on a permission error)
     _stream: bytearray | None = None  # output for the call attached now, not yet emitted
     _streamed: int = 0
 
@@ -156,12 +161,20 @@ class ExecSessionManager:
         notes = list(request.notes)
         notes += await self._make_room()
         table = self.processes or tool_processes()
+        policy = request.sandbox
+        if policy is not None:
+            try:
+                policy, fallback_notes = await table.sandbox.admit(policy)
+            except SandboxUnavailable as exc:
+                raise ToolError(str(exc)) from None
+            notes += fallback_notes
+        env = command_env({"TMPDIR": policy.tmpdir} if policy is not None and policy.tmpdir else None)
         try:
-            process = await table.spawn(request.argv, cwd=request.cwd, env=command_env(), tty=request.tty)
+            process = await table.spawn(request.argv, cwd=request.cwd, env=env, tty=request.tty, sandbox=policy)
         except OSError as exc:
             raise ToolError(f"cannot start the command: {exc.strerror or exc}") from None
         started = trio.current_time()
-        session = ExecSession(self.thread_id, self._new_id(), turn_id, request.command, process, started)
+        session = ExecSession(self.thread_id, self._new_id(), turn_id, request.command, process, started, policy=policy)
         self.sessions[session.session_id] = session
         trio.lowlevel.spawn_system_task(session.run, name=f"exec session {session.session_id}")
         try:
@@ -231,6 +244,9 @@ class ExecSessionManager:
                 report.exit_status = -signal.SIGKILL
                 notes.append(f"the session was closed: {session.closed_because}")
             self._forget(session, "its process exited and the exit status was reported")
+            note = denial_note(session.policy, report.exit_status, (captured.head + captured.tail).decode(errors="replace"))
+            if note is not None:
+                notes.append(note)
         else:
             report.session_id = session.session_id
         return report

@@ -1,0 +1,119 @@
+"""Where a policy lets a command write, worked out from the filesystem as it is now.
+
+``layout(policy)`` resolves the writable roots (real paths, symlinks followed), finds the
+cwd's git repository (its git dir, and the common dir of a worktree, which may live outside
+the cwd: commits write there) and lists what must stay read-only beneath the writable
+roots: the repository's hooks and config (git runs what they name, later, outside any
+sandbox), a worktree's ``.git`` file (which says where that config lives), and the ``.git``
+of any other repository at the top of a writable root. The launcher turns a layout into
+kernel rules in the child; the file tools ask ``may_write`` of the same layout, so both
+agree. Only ``stat``/``readlink``-level work: cheap, but it touches the disk, so callers
+run it off the event loop (the launcher runs it in the child).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from echsd.tools.sandbox.policy import READ_ONLY, SandboxPolicy
+
+# Writable for every confined command: the usual sinks and sources of a shell.
+DEVICES_RW = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
+DEVICES_RO = ("/dev/random", "/dev/urandom")
+
+
+@dataclass(frozen=True)
+class Repository:
+    git_dir: str  # .git, or .git/worktrees/NAME for a worktree
+    common_dir: str  # the directory holding objects, refs, hooks and config
+    dot_git: str  # the cwd's (or an ancestor's) .git: a directory, or a worktree's file
+
+
+@dataclass(frozen=True)
+class Layout:
+    writable: tuple[str, ...]  # directories where anything may be written (beneath them too)
+    readonly: tuple[str, ...]  # beneath writable ones, kept read-only (hooks dirs first, maybe missing)
+    pinned: tuple[str, ...]  # made mount points, so they cannot be renamed or replaced
+    hidden: tuple[str, ...]  # covered: the command cannot see them at all
+    repository: Repository | None
+
+    def may_write(self, path: str) -> bool:
+        """Whether the sandbox lets a file at ``path`` be created or changed (``path`` is
+        resolved: symlinks followed where they exist)."""
+        real = os.path.realpath(path)
+        if any(_beneath(real, root) for root in (*self.hidden, *self.readonly)):
+            return False
+        return any(_beneath(real, root) for root in self.writable)
+
+
+def _beneath(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def find_repository(start: str) -> Repository | None:
+    """The git repository ``start`` is in, found as git finds it: the nearest ``.git``
+    above, a directory or a ``gitdir:`` file (worktrees, submodules)."""
+    directory = os.path.realpath(start)
+    while True:
+        dot_git = os.path.join(directory, ".git")
+        git_dir = _git_dir_of(dot_git)
+        if git_dir is not None:
+            common = git_dir
+            try:
+                with open(os.path.join(git_dir, "commondir")) as file:
+                    common = os.path.realpath(os.path.join(git_dir, file.read().strip()))
+            except OSError:
+                pass
+            return Repository(git_dir, common, dot_git)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+def _git_dir_of(dot_git: str) -> str | None:
+    if os.path.isdir(dot_git):
+        return os.path.realpath(dot_git)
+    if not os.path.isfile(dot_git):
+        return None
+    try:
+        with open(dot_git) as file:
+            first = file.readline(4096).strip()
+    except OSError:
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    target = os.path.join(os.path.dirname(dot_git), first[len("gitdir:") :].strip())
+    return os.path.realpath(target) if os.path.isdir(target) else None
+
+
+def layout(policy: SandboxPolicy) -> Layout:
+    hidden = tuple(os.path.realpath(path) for path in policy.hidden if os.path.lexists(path))
+    if policy.mode == READ_ONLY or not policy.confines_files:
+        return Layout((), (), (), hidden, None)
+    roots = [policy.cwd, *([policy.tmpdir] if policy.tmpdir else []), *policy.writable_roots]
+    writable = [os.path.realpath(root) for root in roots if os.path.isdir(root)]
+    readonly: list[str] = []
+    hooks: list[str] = []
+    pinned: list[str] = []
+    repository = find_repository(policy.cwd)
+    if repository is not None:
+        for directory in dict.fromkeys((repository.git_dir, repository.common_dir)):
+            writable.append(directory)
+            pinned.append(directory)
+            hooks.append(os.path.join(directory, "hooks"))
+            readonly += [os.path.join(directory, name) for name in ("config", "config.worktree")]
+        if os.path.isfile(repository.dot_git):
+            readonly.append(repository.dot_git)  # a worktree's pointer to its git dir
+    own = {repository.git_dir, repository.common_dir} if repository is not None else set()
+    for root in writable[:]:
+        other = os.path.join(root, ".git")
+        if os.path.lexists(other) and _git_dir_of(other) not in own:
+            readonly.append(os.path.realpath(other))  # another repository: readable, not writable
+    existing = [path for path in readonly if os.path.lexists(path)]
+    return Layout(_unique(writable), _unique(hooks + existing), _unique(pinned), hidden, repository)
+
+
+def _unique(paths: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(paths))
