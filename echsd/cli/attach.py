@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from echsd.cli.echs_ids import THREAD_ID
 from echsd.cli.echs_runtime import EXIT_FAILED, options_of, run
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ TICK_S = 0.2  # the status line's redraw period while a turn runs
 
 
 @click.command()
-@click.argument("thread_id")
+@click.argument("thread_id", type=THREAD_ID)
 @click.option("--last", type=click.IntRange(min=0), default=200, show_default=True, help="Show this many recent events first.")
 @click.pass_context
 def attach(ctx: click.Context, thread_id: str, last: int) -> None:

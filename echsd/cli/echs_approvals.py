@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from echsd.cli.echs_ids import resolve_thread
+from echsd.cli.echs_ids import APPROVAL_ID, THREAD_ID, resolve_approval, resolve_thread
 from echsd.cli.echs_runtime import echo_json, json_option, options_of, run
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ def describe_request(request: dict[str, Any], now: float | None = None) -> str:
 
 
 @click.command()
-@click.argument("thread_id", required=False)
+@click.argument("thread_id", type=THREAD_ID, required=False)
 @json_option
 @click.pass_context
 def approvals(ctx: click.Context, thread_id: str | None) -> None:
@@ -31,7 +31,7 @@ def approvals(ctx: click.Context, thread_id: str | None) -> None:
     options = options_of(ctx)
 
     async def action(client: Client) -> None:
-        pending = await client.approvals(thread_id=await resolve_thread(client, thread_id) if thread_id else None)
+        pending = await client.approvals(thread_id=await resolve_thread(client, thread_id) if thread_id is not None else None)
         if options.json:
             echo_json(pending)
         elif not pending:
@@ -47,25 +47,29 @@ def _answer(ctx: click.Context, request_id: str, decision: str) -> None:
     options = options_of(ctx)
 
     async def action(client: Client) -> None:
-        result = await client.respond_approval(request_id, decision)
-        echo_json(result) if options.json else click.echo(f"{'approved' if decision == 'approve' else 'denied'} {request_id}")
+        full_id = await resolve_approval(client, request_id)
+        result = await client.respond_approval(full_id, decision)
+        echo_json(result) if options.json else click.echo(f"{'approved' if decision == 'approve' else 'denied'} {full_id}")
 
     run(ctx, action)
 
 
 @click.command()
-@click.argument("request_id")
+@click.argument("request_id", type=APPROVAL_ID)
 @json_option
 @click.pass_context
 def approve(ctx: click.Context, request_id: str) -> None:
-    """Let a pending tool call run."""
+    """Let a pending tool call run (REQUEST_ID: its id, or a unique prefix of it)."""
     _answer(ctx, request_id, "approve")
 
 
 @click.command()
-@click.argument("request_id")
+@click.argument("request_id", type=APPROVAL_ID)
 @json_option
 @click.pass_context
 def deny(ctx: click.Context, request_id: str) -> None:
-    """Refuse a pending tool call (the model is told it was denied)."""
+    """Refuse a pending tool call (the model is told it was denied).
+
+    REQUEST_ID: its id, or a unique prefix of it.
+    """
     _answer(ctx, request_id, "deny")

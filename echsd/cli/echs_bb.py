@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, TypeVar
 import click
 
 from echsd.cli.echs_runtime import dumps, echo_json, echo_json_line, fail, json_option, options_of, run, until_signalled
+from echsd.cli.echs_text import UTF8, utf8_problem
 
 if TYPE_CHECKING:
     from echsd.wire.client import Client
@@ -39,8 +40,13 @@ async def answered(request: Awaitable[T]) -> T:
 
 def parse_value(text: str) -> Any:
     """The JSON argument of ``bb set`` (``-``: read it from stdin); bad JSON is a usage error."""
+    where = "standard input: " if text == "-" else ""
     if text == "-":
-        text = sys.stdin.read()
+        data = sys.stdin.buffer.read()
+        text = data.decode("utf-8", "surrogateescape")
+    problem = utf8_problem(text)
+    if problem is not None:
+        raise click.BadParameter(f"{where}{problem}", param_hint="JSON")
 
     def refuse(constant: str) -> Any:
         raise ValueError(f"{constant} is not JSON")
@@ -59,7 +65,7 @@ def bb() -> None:
 
 
 @bb.command("get")
-@click.argument("key")
+@click.argument("key", type=UTF8)
 @json_option
 @click.pass_context
 def get(ctx: click.Context, key: str) -> None:
@@ -74,7 +80,7 @@ def get(ctx: click.Context, key: str) -> None:
 
 
 @bb.command("set")
-@click.argument("key")
+@click.argument("key", type=UTF8)
 @click.argument("value", metavar="JSON")
 @click.option("--if-version", type=click.IntRange(min=0), help="Only if KEY is at this version now (0: only if it does not exist).")
 @json_option
@@ -92,7 +98,7 @@ def set_(ctx: click.Context, key: str, value: str, if_version: int | None) -> No
 
 
 @bb.command("ls")
-@click.argument("prefix", default="")
+@click.argument("prefix", type=UTF8, default="")
 @json_option
 @click.pass_context
 def ls(ctx: click.Context, prefix: str) -> None:
@@ -121,7 +127,7 @@ def ls(ctx: click.Context, prefix: str) -> None:
 
 
 @bb.command("rm")
-@click.argument("key")
+@click.argument("key", type=UTF8)
 @click.option("--if-version", type=click.IntRange(min=0), help="Only if KEY is at this version now.")
 @json_option
 @click.pass_context
@@ -137,7 +143,7 @@ def rm(ctx: click.Context, key: str, if_version: int | None) -> None:
 
 
 @bb.command("watch")
-@click.argument("prefix", default="")
+@click.argument("prefix", type=UTF8, default="")
 @click.option("--since", type=click.IntRange(min=0), help="First replay the changes after this blackboard seq (default: live only).")
 @json_option
 @click.pass_context

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import click
 
-from echsd.cli.echs_ids import resolve_thread
+from echsd.cli.echs_ids import THREAD_ID, resolve_thread
 from echsd.cli.echs_runtime import COMPACT_TIMEOUT_S, DEFAULT_TIMEOUT_S, KILL_TIMEOUT_S, echo_json, json_option, options_of, run
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def _control(
 
 
 @click.command()
-@click.argument("thread_id")
+@click.argument("thread_id", type=THREAD_ID)
 @click.option("--clear-queue", is_flag=True, help="Also drop the inputs waiting in the queue.")
 @json_option
 @click.pass_context
@@ -50,7 +50,7 @@ def interrupt(ctx: click.Context, thread_id: str, clear_queue: bool) -> None:
 
 
 @click.command()
-@click.argument("thread_id")
+@click.argument("thread_id", type=THREAD_ID)
 @json_option
 @click.pass_context
 def pause(ctx: click.Context, thread_id: str) -> None:
@@ -59,7 +59,7 @@ def pause(ctx: click.Context, thread_id: str) -> None:
 
 
 @click.command()
-@click.argument("thread_id")
+@click.argument("thread_id", type=THREAD_ID)
 @json_option
 @click.pass_context
 def resume(ctx: click.Context, thread_id: str) -> None:
@@ -68,7 +68,7 @@ def resume(ctx: click.Context, thread_id: str) -> None:
 
 
 @click.command()
-@click.argument("thread_id")
+@click.argument("thread_id", type=THREAD_ID)
 @json_option
 @click.pass_context
 def kill(ctx: click.Context, thread_id: str) -> None:
@@ -101,7 +101,7 @@ async def _kill(client: Client, thread_id: str) -> dict[str, Any]:
 
 
 @click.command()
-@click.argument("thread_id")
+@click.argument("thread_id", type=THREAD_ID)
 @json_option
 @click.pass_context
 def compact(ctx: click.Context, thread_id: str) -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
-from echsd.cli.echs_ids import resolve_thread
+from echsd.cli.echs_ids import THREAD_ID, resolve_thread
 from echsd.cli.echs_runtime import echo_json, echo_json_line, json_option, options_of, run
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("thread_id")
+@click.argument("thread_id", type=THREAD_ID)
 @json_option
 @click.pass_context
 def history(ctx: click.Context, thread_id: str) -> None:
@@ -39,7 +39,7 @@ def history(ctx: click.Context, thread_id: str) -> None:
 
 
 @click.command()
-@click.argument("thread_id")
+@click.argument("thread_id", type=THREAD_ID)
 @click.option("--since", type=click.IntRange(min=0), default=0, show_default=True, help="Replay events after this seq.")
 @click.option("--follow", "-f", is_flag=True, help="Then stream live events (survives daemon restarts) until Ctrl-C, a kill or a deletion.")
 @json_option

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from echsd.cli.echs_files import attachments
-from echsd.cli.echs_ids import resolve_thread
+from echsd.cli.echs_ids import THREAD_ID, resolve_thread
 from echsd.cli.echs_runtime import echo_json, echo_json_line, json_option, options_of, run
-from echsd.cli.echs_text import MESSAGE
+from echsd.cli.echs_text import MESSAGE, NAME
 from echsd.cli.echs_wait import TurnWatch, wait_for_turn
 from echsd.wire.params import MAX_STEPS
 
@@ -130,12 +130,12 @@ class ReplyPrinter:
 
 
 @click.command()
-@click.argument("given", metavar="THREAD_ID")
+@click.argument("given", metavar="THREAD_ID", type=THREAD_ID)
 @click.argument("text", type=MESSAGE)
 @click.option("--queue", "queue", is_flag=True, help="Queue: run as its own turn after the current one.")
 @click.option("--steer", "steer", is_flag=True, help="Steer: join the running turn at its next safe point.")
 @click.option("--wait", is_flag=True, help="Stream the reply until the turn that takes this input ends.")
-@click.option("--id", "client_msg_id", metavar="CLIENT_MSG_ID", help="Idempotency key: a repeat is never delivered twice.")
+@click.option("--id", "client_msg_id", type=NAME, metavar="CLIENT_MSG_ID", help="Idempotency key: a repeat is never delivered twice.")
 @click.option("--file", "files", multiple=True, metavar="PATH", type=click.Path(dir_okay=False), help="Attach a text file or an image (repeatable).")
 @click.option("--steps", type=click.IntRange(1, MAX_STEPS), help=f"Run autonomously for up to N turns (1-{MAX_STEPS}); --wait waits for the whole run.")
 @json_option

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from echsd.wire.params import MAX_TEXT_CHARS
+from echsd.wire.params import MAX_NAME_CHARS, MAX_TEXT_CHARS
 
 STDIN = "-"
 
@@ -41,6 +41,23 @@ class Utf8Text(click.ParamType):
         return text
 
 
+class NameText(Utf8Text):
+    """A name the daemon keys things by (an idempotency key): not blank, no control
+    characters, at most ``echsd.wire.params.MAX_NAME_CHARS`` characters."""
+
+    name = "name"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = super().convert(value, param, ctx)
+        if not text.strip():
+            self.fail("it is empty", param, ctx)
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+            self.fail("it contains control characters", param, ctx)
+        if len(text) > MAX_NAME_CHARS:
+            self.fail(f"it is {len(text):,} characters long; the daemon takes at most {MAX_NAME_CHARS}", param, ctx)
+        return text
+
+
 class MessageText(Utf8Text):
     """A message for a thread: ``-`` reads standard input (as UTF-8); must not be blank
     and must fit the daemon's limit (``echsd.wire.params.MAX_TEXT_CHARS``)."""
@@ -63,4 +80,5 @@ class MessageText(Utf8Text):
 
 
 UTF8 = Utf8Text()
+NAME = NameText()
 MESSAGE = MessageText()

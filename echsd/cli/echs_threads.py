@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from echsd.cli.echs_ids import resolve_thread
+from echsd.cli.echs_ids import THREAD_ID, resolve_thread
 from echsd.cli.echs_runtime import KILL_TIMEOUT_S, EchsOptions, echo_json, json_option, options_of, output_width, run
 from echsd.cli.echs_text import UTF8, utf8_problem
 from echsd.wire.params import MAX_STEPS
@@ -43,7 +43,7 @@ def _absolute_dir(path: str) -> str:
 @click.option("--tools", type=UTF8, help="Tool names (a,b) or edits of the defaults (+name,-name).")
 @click.option("--writes", type=click.Choice(CHOICES["writes"]), help="What apply_patch may do to files (default: allow).")
 @click.option("--approval", type=click.Choice(CHOICES["approval"]), help="Which tool calls wait for approval (default: never).")
-@click.option("--parent", help="Create the thread as a child of this one.")
+@click.option("--parent", type=THREAD_ID, help="Create the thread as a child of this one.")
 @json_option
 @click.pass_context
 def new(
@@ -70,7 +70,7 @@ def new(
             tools=tools,
             writes=writes,
             approval=approval,
-            parent=await resolve_thread(client, parent) if parent else None,
+            parent=await resolve_thread(client, parent) if parent is not None else None,
         )
         if options.json:
             echo_json({"thread_id": thread["thread_id"]})
@@ -129,7 +129,7 @@ async def _newest_threads(client: Client, state: str | None, limit: int | None) 
 
 
 @click.command()
-@click.argument("thread_id")
+@click.argument("thread_id", type=THREAD_ID)
 @json_option
 @click.pass_context
 def show(ctx: click.Context, thread_id: str) -> None:
@@ -185,7 +185,7 @@ def _config_value(key: str, value: str) -> Any:
 
 
 @click.command()
-@click.argument("thread_id")
+@click.argument("thread_id", type=THREAD_ID)
 @click.argument("settings", nargs=-1, required=True, metavar="KEY=VALUE...")
 @json_option
 @click.pass_context
@@ -209,7 +209,7 @@ def config(ctx: click.Context, thread_id: str, settings: tuple[str, ...]) -> Non
 
 
 @click.command()
-@click.argument("thread_id")
+@click.argument("thread_id", type=THREAD_ID)
 @json_option
 @click.pass_context
 def rm(ctx: click.Context, thread_id: str) -> None:
@@ -227,7 +227,7 @@ def rm(ctx: click.Context, thread_id: str) -> None:
 
 
 @click.command()
-@click.argument("thread_id", required=False)
+@click.argument("thread_id", type=THREAD_ID, required=False)
 @json_option
 @click.pass_context
 def tree(ctx: click.Context, thread_id: str | None) -> None:
@@ -238,7 +238,7 @@ def tree(ctx: click.Context, thread_id: str | None) -> None:
     options = options_of(ctx)
 
     async def action(client: Client) -> None:
-        top = await resolve_thread(client, thread_id) if thread_id else None
+        top = await resolve_thread(client, thread_id) if thread_id is not None else None
         nodes = await client.thread_tree(top)
         if options.json:
             echo_json(nodes)

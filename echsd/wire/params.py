@@ -148,8 +148,9 @@ SEQ = Kind("integer >= 0", lambda v: _is_int(v) and v >= 0, _range(0, MAX_SEQ))
 COUNT = Kind("integer >= 1", lambda v: _is_int(v) and v >= 1, _range(1, MAX_SEQ))
 PAGE_SIZE = Kind(f"integer from 1 to {MAX_PAGE:,}", lambda v: _is_int(v) and v >= 1, _range(1, MAX_PAGE))
 OFFSET = Kind("integer >= 0", lambda v: _is_int(v) and v >= 0, _range(0, MAX_SEQ))
-THREAD_ID = Kind("thread id", lambda v: isinstance(v, str) and bool(v), _name_problem)
-THREAD_OR_ALL = Kind('thread id or "*"', lambda v: isinstance(v, str) and bool(v), _name_problem)
+# An empty (or blank) thread id is a bad_request, never "every thread" (CONTRACT.md 0b).
+THREAD_ID = Kind("non-empty thread id", lambda v: isinstance(v, str) and bool(v.strip()), _name_problem)
+THREAD_OR_ALL = Kind('non-empty thread id or "*"', lambda v: isinstance(v, str) and bool(v.strip()), _name_problem)
 BB_KEY = Kind(f"non-empty string of at most {MAX_KEY_BYTES} bytes", lambda v: isinstance(v, str) and bool(v), key_problem)
 BB_PREFIX = Kind(
     f"string of at most {MAX_KEY_BYTES} bytes (may be empty)", lambda v: isinstance(v, str), lambda v: key_problem(v, empty=True)

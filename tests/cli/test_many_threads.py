@@ -50,12 +50,18 @@ def test_every_verb_takes_a_unique_prefix(state: Path) -> None:
 
 
 def test_unknown_and_ambiguous_prefixes_are_clear_errors(state: Path) -> None:
-    new_thread(state)
-    new_thread(state)
+    first_digits: set[str] = set()
+    while True:  # two threads whose ids share their first hex digit (17 at most)
+        digit = new_thread(state)[4]
+        if digit in first_digits:
+            break
+        first_digits.add(digit)
     unknown = echs(state, "show", "thr_zzzz")
     assert unknown.returncode == 1 and "no thread id starts with 'thr_zzzz'" in unknown.stderr
-    ambiguous = echs(state, "show", "thr_")  # every id starts with it
-    assert ambiguous.returncode == 2 and "ambiguous" in ambiguous.stderr and "thr_" in ambiguous.stderr
+    ambiguous = echs(state, "show", digit)
+    assert ambiguous.returncode == 2 and "ambiguous" in ambiguous.stderr and f"thr_{digit}" in ambiguous.stderr
+    everything = echs(state, "show", "thr_")  # would match every id: named as the empty prefix it is
+    assert everything.returncode == 2 and "empty thread id" in everything.stderr
     full_but_unknown = echs(state, "show", "thr_0000000000000000")
     assert full_but_unknown.returncode == 1 and full_but_unknown.stderr.startswith("echs: ")
 
