@@ -59,7 +59,10 @@ def _answer(ctx: click.Context, request_id: str, decision: str) -> None:
 @json_option
 @click.pass_context
 def approve(ctx: click.Context, request_id: str) -> None:
-    """Let a pending tool call run (REQUEST_ID: its id, or a unique prefix of it)."""
+    """Let a pending tool call run.
+
+    REQUEST_ID: its id, or a unique prefix of it.
+    """
     _answer(ctx, request_id, "approve")
 
 
