@@ -56,7 +56,7 @@ from bench.bench_wire import live, many_threads, paced_latency, replay_once
 from bench.wirekit import REPO, LeanConn, RawServer, ServeProcess, connect_lean, percentiles, raw_rate, stream_text
 from echsd import logs
 from echsd.codex import Endpoint, ResponsesClient, ResponsesRequest, TextDelta
-from echsd.settings import DEFAULT_MODELS
+from echsd.codex.catalog import default_catalog
 
 SWEEP = (1, 10, 100, 1000)
 SWEEP_DELTAS, SWEEP_DELAY_MS = 100, 10  # per thread: a 1 s reply at 100 deltas/s, faster than models stream
@@ -91,7 +91,7 @@ class MockUpstreamProcess:
 
 
 def _request(text: str) -> ResponsesRequest:
-    return ResponsesRequest(model=DEFAULT_MODELS["openai"], instructions="x", input=[{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}])
+    return ResponsesRequest(model=default_catalog().recommended("openai") or "mock-model", instructions="x", input=[{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}])
 
 
 # -- raw limits that need no daemon ---------------------------------------------------------

@@ -19,6 +19,8 @@ from echsd.appserver.server import AppServer
 from echsd.blackboard.board import Blackboard
 from echsd.blackboard.service import BlackboardService
 from echsd.codex import ResponsesClient
+from echsd.codex.endpoint_memory import FILE_NAME as MEMORY_FILE
+from echsd.codex.endpoint_memory import EndpointMemory
 from echsd.logs import get_logger
 from echsd.service.sdnotify import Notifier
 from echsd.settings import Settings
@@ -91,11 +93,13 @@ class Daemon:
                 self.base_url = settings.base_url
                 if settings.provider == "mock":
                     self.base_url = await self._start_mock(root)
+                endpoint = settings.endpoint(self.base_url)
                 client = ResponsesClient(
-                    settings.endpoint(self.base_url),
+                    endpoint,
                     catalog=settings.catalog,
                     max_retries=settings.tuning.max_retries,
                     idle_timeout_s=settings.tuning.stream_idle_timeout_s,
+                    memory=EndpointMemory(endpoint.base_url, settings.state_dir / MEMORY_FILE),
                 )
                 tuning = settings.tuning
                 board = Blackboard(store, max_value_bytes=tuning.blackboard_max_value_bytes, log_keep=tuning.blackboard_log_keep)

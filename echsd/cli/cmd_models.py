@@ -1,4 +1,8 @@
-"""``echsd models``: the model catalog (shipped, merged with ``[models."NAME"]`` of config.toml)."""
+"""``echsd models``: the model catalog and where each fact came from.
+
+The catalog is the shipped one, merged with the endpoint's model list the daemon last
+fetched (``<state>/models-cache.json``) and ``[models."NAME"]`` of config.toml.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +11,21 @@ from typing import Any
 
 import click
 
-from echsd.codex.catalog import ModelInfo
-from echsd.settings import DEFAULT_MODELS, SettingsError, load_catalog_setting
+from echsd.codex.catalog import ModelCatalog, ModelInfo
+from echsd.settings import PROVIDERS, SettingsError, load_catalog_setting
 
 
 @click.command("models")
 @click.option(
-    "--state-dir", type=click.Path(file_okay=False), help="State directory whose config.toml is read [ECHS_STATE_DIR]."
+    "--state-dir", type=click.Path(file_okay=False), help="State directory whose config.toml and model list cache are read [ECHS_STATE_DIR]."
 )
 @click.option("--json", "as_json", is_flag=True, help="A JSON list of objects instead of a table.")
 def models(state_dir: str | None, as_json: bool) -> None:
-    """List the model catalog: efforts, window, prices.
+    """List the model catalog and where each fact came from.
 
-    Per model: reasoning efforts, context window, compaction point, USD per 1M tokens.
+    Per model: reasoning efforts, context window, compaction point, USD per 1M tokens, and
+    the sources of its facts: a family rule (by name), the shipped catalog, the endpoint's
+    model list (as the daemon last fetched it), config.toml.
     """
     try:
         catalog = load_catalog_setting({"state_dir": state_dir})
@@ -28,21 +34,18 @@ def models(state_dir: str | None, as_json: bool) -> None:
         raise SystemExit(2) from None
     entries = catalog.models()
     if as_json:
-        rows = [
-            {**info.to_dict(), "source": catalog.source(info.model), "default_for": _default_for(info.model)}
-            for info in entries
-        ]
+        rows = [{**info.to_dict(), "source": catalog.source(info.model), "default_for": default_for(catalog, info.model)} for info in entries]
         click.echo(json.dumps(rows, indent=2))
         return
-    table = [("MODEL", "REASONING (* default)", "WINDOW", "COMPACT AT", "USD/1M IN CACHED OUT", "ALSO")]
-    table += [_row(info, catalog.source(info.model)) for info in entries]
+    table = [("MODEL", "REASONING (* default)", "WINDOW", "COMPACT AT", "USD/1M IN CACHED OUT", "SOURCE", "ALSO")]
+    table += [_row(catalog, info) for info in entries]
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
 
 
-def _default_for(model: str) -> list[str]:
-    return [provider for provider, default in DEFAULT_MODELS.items() if default == model]
+def default_for(catalog: ModelCatalog, model: str) -> list[str]:
+    return [provider for provider in PROVIDERS if catalog.recommended(provider) == model]
 
 
 def describe_reasoning(info: ModelInfo) -> str:
@@ -57,21 +60,24 @@ def describe_prices(info: ModelInfo) -> str:
 
 
 def describe_features(info: ModelInfo) -> list[str]:
-    features = ["summaries"] if info.reasoning_summaries else []
+    features = [f"summary {info.summary}"] if info.reasoning_summaries and info.summary != "none" else []
+    features += [f"verbosity {info.verbosity}"] if info.verbosity else []
     features += ["custom tools"] if info.custom_tools else []
     features += ["parallel tools"] if info.parallel_tool_calls else []
+    features += [f"shuts down {info.shutdown}"] if info.shutdown else []
     return features
 
 
-def _row(info: ModelInfo, source: str) -> tuple[str, ...]:
+def _row(catalog: ModelCatalog, info: ModelInfo) -> tuple[str, ...]:
     also: list[Any] = describe_features(info)
-    also += [f"default for {', '.join(_default_for(info.model))}"] if _default_for(info.model) else []
-    also += [f"from {source}"] if source != "shipped" else []
+    defaults = default_for(catalog, info.model)
+    also += [f"default for {', '.join(defaults)}"] if defaults else []
     return (
         info.model,
         describe_reasoning(info),
         f"{info.context_window:,}",
         f"{info.compact_at:,}",
         describe_prices(info),
+        catalog.source(info.model),
         ", ".join(also),
     )

@@ -79,12 +79,14 @@ def probe(prompt: str, **flags: Any) -> None:
 
 def _report(info: ModelInfo, request: ResponsesRequest) -> None:
     """What the catalog says about the model, and the request fields sent (stderr)."""
-    if info.known:
+    if info.known or info.family:
         features = ", ".join(describe_features(info)) or "no summaries, custom tools or parallel tools"
         catalog = (
             f"reasoning: {describe_reasoning(info)}; {features}; window {info.context_window:,} tokens, "
             f"compacts at {info.compact_at:,}; USD/1M in cached out: {describe_prices(info)}"
         )
+        if not info.known:
+            catalog = f"not in the catalog, judged by family {info.family}: {catalog}"
     else:
         catalog = "not in the catalog: no reasoning parameters, 128,000-token window assumed, no prices"
     click.echo(f"echsd probe: model {info.model}: {catalog}", err=True)

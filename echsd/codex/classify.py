@@ -43,6 +43,12 @@ _CONTEXT_MESSAGE = re.compile(
 )
 _TRY_AGAIN = re.compile(r"try again in\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?)\b", re.I)
 _VERIFY = re.compile(r"must be verified", re.I)
+_ITEM_REFUSAL = re.compile(r"encrypted content|item with id '[^']*' not found", re.I)
+# An item named in a refusal: a quoted id, an id, or an abbreviated id or content ("gAAA...DQ==").
+_NAMED = re.compile(
+    r"(?:item with id '|for item |encrypted content (?!for item))([A-Za-z0-9+/=-]+_[A-Za-z0-9_+/=-]*|[A-Za-z0-9_+/=-]+\.{3,4}[A-Za-z0-9_+/=-]+)",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -222,6 +228,37 @@ def is_summary_refusal(error: ModelError) -> bool:
     )
 
 
-def is_encrypted_content_refusal(error: ModelError) -> bool:
-    """400 ``invalid_encrypted_content``: reasoning items another model (or account) produced."""
-    return isinstance(error, BadModelRequest) and error.upstream_code == ENCRYPTED_CONTENT_REFUSAL
+def refused_reasoning(error: ModelError, items: list[Any]) -> frozenset[str] | None:
+    """The keys (``shape.item_key``) of the reasoning items in ``items`` a 400 refuses, or
+    ``{"*"}`` for all of them; None when the refusal is not about reasoning items.
+
+    The endpoints name the item by its id ("Item with id 'rs_1' not found ..." when its
+    content is missing, "The encrypted content for item rs_12....ab34 could not be
+    verified") or by its abbreviated content ("The encrypted content gAAA...DQ== could not
+    be verified", ``invalid_encrypted_content``: another model's or account's reasoning).
+    """
+    if not isinstance(error, BadModelRequest):
+        return None
+    about_items = error.upstream_code == ENCRYPTED_CONTENT_REFUSAL or bool(_ITEM_REFUSAL.search(error.message))
+    reasoning = [item for item in items if isinstance(item, dict) and item.get("type") == "reasoning"]
+    if not about_items or not reasoning:
+        return None
+    named = [_abbreviation(token) for token in _NAMED.findall(error.message)]
+    if not named:
+        return frozenset({"*"})
+    hits = frozenset(
+        str(value)
+        for item in reasoning
+        for value in (item.get("id"), item.get("encrypted_content"))
+        if isinstance(value, str) and value and any(value.startswith(head) and value.endswith(tail) for head, tail in named)
+    )
+    if hits:
+        return frozenset(str(item.get("id") or item.get("encrypted_content") or "") for item in reasoning if {item.get("id"), item.get("encrypted_content")} & hits)
+    named_other = any(token.startswith(("msg_", "fc_", "cmp_", "ctc_", "fco_")) for token, _ in named)
+    return None if named_other else frozenset({"*"})
+
+
+def _abbreviation(token: str) -> tuple[str, str]:
+    """("gAAA", "DQ==") from "gAAA...DQ=="; (id, "") for a whole id."""
+    head, dots, tail = token.partition("...")
+    return (head, tail.lstrip(".")) if dots else (token, "")

@@ -11,10 +11,15 @@ relies on:
   re-requests with ``stream(request, budget=same_budget)``; see ``OutputInterrupted``.
 - Never retried: other 4xx, usage limits, context-window errors. A 401 gets one
   credential repair (``Auth.recover_unauthorized``) and one more try.
-- Two 400s get one corrected resend, announced by an event so the thread can remember:
-  "must be verified to generate reasoning summaries" (``SummaryUnavailable``, resent
-  without ``reasoning.summary``) and ``invalid_encrypted_content`` (``ReasoningDropped``,
-  resent without reasoning items).
+- Two 400s get one corrected resend, announced by an event: "must be verified to generate
+  reasoning summaries" (``SummaryUnavailable``, resent without ``reasoning.summary``, and
+  remembered for the endpoint in ``EndpointMemory``: no later request of any thread asks
+  again) and a refusal naming reasoning items, ``invalid_encrypted_content`` or "Item with
+  id ... not found" (``ReasoningDropped``, resent without the items named, or without any
+  reasoning when none is named; the thread then drops them from its history).
+- Headers, as Codex 0.169 sends them: the provider's (``Endpoint.headers``), and per
+  request ``session-id``, ``thread-id`` and ``x-client-request-id`` (the thread id) and,
+  to the ChatGPT backend, ``x-codex-routing-hint: model=<model>``.
 - Rate-limit headers and ``codex.rate_limits`` events become ``RateLimitsUpdated``.
   ``Retrying``, ``RateLimitsUpdated`` and the two notices are not output.
 - ``trio.Cancelled`` is never caught: only our own exception types are.
@@ -31,15 +36,16 @@ import trio
 
 from echsd.codex import ratelimits
 from echsd.codex.catalog import ModelCatalog, default_catalog
-from echsd.codex.classify import error_from_http, is_encrypted_content_refusal, is_summary_refusal
+from echsd.codex.classify import error_from_http, is_summary_refusal, refused_reasoning
 from echsd.codex.endpoint import Endpoint
+from echsd.codex.endpoint_memory import EndpointMemory
 from echsd.codex.errors import AuthFailed, ModelError, OutputInterrupted, StreamBroken, UpstreamUnavailable
 from echsd.codex.events import OUTPUT_EVENTS, RateLimitsUpdated, ReasoningDropped, StreamEvent, SummaryUnavailable
 from echsd.codex.http import HttpClient, StreamingResponse, TransportFailure
 from echsd.codex.reducer import ResponseReducer
 from echsd.codex.request import ResponsesRequest
 from echsd.codex.retry import Backoff, RetryBudget
-from echsd.codex.shape import FALLBACK_INSTRUCTIONS, Fallbacks, has_encrypted_reasoning, request_body, strip_reasoning_items
+from echsd.codex.shape import FALLBACK_INSTRUCTIONS, Fallbacks, request_body, strip_reasoning_items
 from echsd.codex.sse import SseDecoder
 
 DRAIN_S = 1.0  # after response.completed, read the rest for this long so the connection is reused
@@ -55,9 +61,11 @@ class ResponsesClient:
         idle_timeout_s: float = 300.0,
         connect_timeout_s: float = 10.0,
         backoff: Backoff | None = None,
+        memory: EndpointMemory | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.catalog = catalog or default_catalog()
+        self.memory = memory or EndpointMemory(endpoint.base_url)
         self.max_retries = max_retries
         self._backoff = backoff or Backoff()
         self._http = HttpClient(connect_timeout_s=connect_timeout_s, read_timeout_s=idle_timeout_s)
@@ -95,12 +103,14 @@ class ResponsesClient:
         fallbacks = Fallbacks()
         reauthorized = False
         while True:
+            if self.memory.summaries_refused:
+                fallbacks = replace(fallbacks, drop_summary=True)
             payload = request_body(request, info, fallbacks)
             body = orjson.dumps(payload)
             delivered = False
             sent: dict[str, str] = {}
             try:
-                sent = await self._headers("text/event-stream", request.session_id)
+                sent = await self._headers("text/event-stream", request.session_id, request.model)
                 async with self._http.stream_post(url, body, sent) as response:
                     limits = ratelimits.from_headers(response.headers)
                     if limits:
@@ -129,6 +139,8 @@ class ResponsesClient:
             corrected = None if delivered else _corrected(error, payload, fallbacks)
             if corrected is not None:
                 fallbacks, notice = corrected
+                if isinstance(notice, SummaryUnavailable):
+                    await self.memory.refuse_summaries(notice.message)
                 yield notice
                 continue
             if not delivered and not reauthorized and await self._reauthorize(error, sent):
@@ -157,7 +169,7 @@ class ResponsesClient:
         while True:
             sent: dict[str, str] = {}
             try:
-                sent = await self._headers("application/json", session_id)
+                sent = await self._headers("application/json", session_id, model)
                 status, headers, raw = await self._http.post(url, body, sent)
                 if status != 200:
                     raise error_from_http(status, headers, raw, url=url)
@@ -174,10 +186,12 @@ class ResponsesClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def _headers(self, accept: str, session_id: str | None) -> dict[str, str]:
+    async def _headers(self, accept: str, session_id: str | None, model: str) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": accept, **self.endpoint.headers}
         if session_id:
-            headers["session_id"] = session_id
+            headers.update({"session-id": session_id, "thread-id": session_id, "x-client-request-id": session_id})
+        if self.endpoint.provider == "codex":
+            headers["x-codex-routing-hint"] = f"model={model}"
         headers.update(await self.endpoint.auth.headers(self._http))
         return headers
 
@@ -193,9 +207,10 @@ def _corrected(
     """The one resend a refusal of the ``sent`` body allows (each at most once), or None."""
     if is_summary_refusal(error) and "summary" in sent.get("reasoning", {}):
         return replace(fallbacks, drop_summary=True), SummaryUnavailable(error.message)
-    if is_encrypted_content_refusal(error) and has_encrypted_reasoning(sent["input"]):
-        _, removed = strip_reasoning_items(sent["input"])
-        return replace(fallbacks, strip_reasoning=True), ReasoningDropped(removed, error.message)
+    refused = None if fallbacks.drop_reasoning else refused_reasoning(error, sent["input"])
+    if refused is not None:
+        _, removed = strip_reasoning_items(sent["input"], refused)
+        return replace(fallbacks, drop_reasoning=refused), ReasoningDropped(removed, error.message, refused)
     return None
 
 

@@ -109,6 +109,7 @@ class SummaryUnavailable:
 class ReasoningDropped:
     removed: int  # reasoning items left out of the resent request
     message: str  # the upstream's refusal
+    keys: frozenset[str] = frozenset({"*"})  # the items' ``shape.item_key``s ({"*"}: every reasoning item)
 
 
 OUTPUT_EVENTS = (TextDelta, ReasoningDelta, ArgumentsDelta, ItemAdded, ItemDone, Completed)

@@ -17,8 +17,9 @@ class ResponsesRequest:
     tools: list[dict] = field(default_factory=list)
     parallel_tool_calls: bool = True  # allowed; sent only with tools, and only if the model has them
     reasoning_effort: str | None = None  # none|minimal|low|medium|high|xhigh; None omits "reasoning"
-    reasoning_summary: str | None = "auto"  # sent only where the model (and the organisation) has summaries
+    reasoning_summary: str | None = None  # None: the catalog's; sent only where the model (and the organisation) has summaries
+    verbosity: str | None = None  # None: the catalog's (text.verbosity), if any
     prompt_cache_key: str | None = None
-    session_id: str | None = None  # the thread id: the `session_id` header, for cache affinity
+    session_id: str | None = None  # the thread id: the session-id and thread-id headers, for cache affinity
     previous_response_id: str | None = None  # chain onto a stored response: ``input`` holds only what is new
     store: bool = False  # ask the endpoint to keep this response (needed to chain onto it later)

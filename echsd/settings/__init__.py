@@ -12,7 +12,6 @@ from echsd.settings.load import load_catalog_setting, load_settings
 from echsd.settings.model import Settings
 from echsd.settings.provider import (
     DEFAULT_BASE_URLS,
-    DEFAULT_MODELS,
     MAX_MODEL_CHARS,
     PROVIDERS,
     codex_auth_has_tokens,
@@ -26,7 +25,6 @@ from echsd.settings.tuning import DAY_S, MIB, Tuning
 __all__ = [
     "DAY_S",
     "DEFAULT_BASE_URLS",
-    "DEFAULT_MODELS",
     "MAX_MODEL_CHARS",
     "MIB",
     "POSTGRES_SCHEMES",

@@ -20,7 +20,6 @@ from echsd.settings.errors import SettingsError
 from echsd.settings.model import Settings
 from echsd.settings.provider import (
     DEFAULT_BASE_URLS,
-    DEFAULT_MODELS,
     MAX_MODEL_CHARS,
     PROVIDERS,
     codex_auth_has_tokens,
@@ -102,11 +101,16 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
     if provider == "openai" and not api_key and base_url == DEFAULT_BASE_URLS["openai"]:
         raise SettingsError("invalid setting 'provider': openai needs OPENAI_API_KEY (or --base-url for a local endpoint)")
 
-    given = pick("model", "ECHS_MODEL")
-    model = DEFAULT_MODELS[provider] if given is None else given.value
-    if given is not None and (not isinstance(model, str) or not model.strip() or len(model) > MAX_MODEL_CHARS):
-        raise given.invalid("model", f"a non-empty string of at most {MAX_MODEL_CHARS} characters")
     tables = {section.field: section.parse(sources.file.get(section.key), sources.config_path) for section in SECTIONS}
+    given = pick("model", "ECHS_MODEL")
+    if given is None:  # the catalog's recommendation for the provider
+        model = tables["catalog"].recommended(provider) or ""
+        if not model:
+            raise SettingsError(f"invalid setting 'model': the model catalog recommends none for provider {provider}; give --model")
+    else:
+        model = given.value
+        if not isinstance(model, str) or not model.strip() or len(model) > MAX_MODEL_CHARS:
+            raise given.invalid("model", f"a non-empty string of at most {MAX_MODEL_CHARS} characters")
     tables["catalog"].get(model)  # an unknown default model is announced once, at start
 
     given = pick("store", "ECHS_STORE")

@@ -11,8 +11,6 @@ DEFAULT_BASE_URLS = {
     "openai": "https://api.openai.com/v1",
     "codex": "https://chatgpt.com/backend-api/codex",
 }
-# What Codex itself defaults to (the ChatGPT backend retired gpt-5.1-codex); see echsd models.
-DEFAULT_MODELS = {"openai": "gpt-5.5", "codex": "gpt-5.5", "mock": "mock-model"}
 MAX_MODEL_CHARS = 256
 
 

@@ -18,12 +18,12 @@ import trio
 
 from echsd.blackboard.thread_api import ThreadBlackboard
 from echsd.codex import ModelError
-from echsd.errors import Conflict, EchsError, Internal, UpstreamError
+from echsd.errors import BadRequest, Conflict, EchsError, Internal, UpstreamError
 from echsd.logs import get_logger
 from echsd.store import Unit, ops, queries
 from echsd.threads.agents import ThreadAgents
 from echsd.threads.compactor import compact_head
-from echsd.threads.config import ConfigRules, ThreadConfig
+from echsd.threads.config import CHAIN_REFUSED, ConfigRules, ThreadConfig
 from echsd.threads.core import ThreadCore
 from echsd.threads.effects import Effects, Park, TurnState
 from echsd.threads.inputs import PendingInput
@@ -287,6 +287,8 @@ class ThreadActor:
         attachments: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         self.core.check_alive()
+        if self.core.config.chain and not self.services.client.endpoint.stores_responses:
+            raise BadRequest(CHAIN_REFUSED)  # set before the daemon moved to such an endpoint
         if client_msg_id is not None:
             previous = self.core.previous_ack(client_msg_id, text)
             if previous is None and await self._load_stored_ack(client_msg_id):
@@ -315,7 +317,7 @@ class ThreadActor:
     async def op_configure(self, reply: Reply, config: Any) -> dict[str, Any]:
         self.core.check_alive()
         await self.log.ready()
-        rules = ConfigRules(known_tools=self.tools.names(), catalog=self.services.catalog)
+        rules = ConfigRules(known_tools=self.tools.names(), catalog=self.services.catalog, stores_responses=self.services.client.endpoint.stores_responses)
         await self.commit(self.core.configure(config, rules)).wait()
         return self.record.to_object()
 

@@ -158,6 +158,13 @@ class EffortCatalog(Protocol):
 class ConfigRules:
     known_tools: Collection[str]
     catalog: EffortCatalog
+    stores_responses: bool = True  # False: the endpoint refuses store: true (the ChatGPT backend), so no chain
+
+
+CHAIN_REFUSED = (
+    "chain=true needs an endpoint that stores responses, and the ChatGPT backend (provider codex) "
+    "does not (it answers 'Store must be set to false'): use chain=false"
+)
 
 
 def _apply(config: ThreadConfig, changes: Mapping[str, Any], rules: ConfigRules) -> ThreadConfig:
@@ -167,6 +174,8 @@ def _apply(config: ThreadConfig, changes: Mapping[str, Any], rules: ConfigRules)
             updated = replace(updated, tools=apply_tools_spec(updated.tools, value, rules.known_tools))
         elif key != "reasoning":
             updated = replace(updated, **{key: _CHECKS[key](value)})
+    if changes.get("chain") is True and not rules.stores_responses:
+        raise BadRequest(CHAIN_REFUSED)
     if "reasoning" in changes:
         return replace(updated, reasoning=rules.catalog.validate_effort(updated.model, changes["reasoning"]))
     try:

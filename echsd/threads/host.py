@@ -35,10 +35,6 @@ class TurnHost(Protocol):
     def autorun(self) -> dict[str, Any] | None:
         """The autonomous run this turn belongs to (``autorun.py``), if any."""
 
-    @property
-    def reasoning_summaries(self) -> bool:
-        """False once the endpoint refused summaries for this thread's organisation."""
-
     async def emit(self, event_type: str, data: dict[str, Any]) -> None:
         """A transient event of this turn (a delta, tool progress): logged, changes no state."""
 
@@ -72,10 +68,8 @@ class TurnHost(Protocol):
     async def discard_since(self, start: int, reason: str) -> None:
         """Forget history from ``start`` on (the partial output of a broken response)."""
 
-    async def drop_reasoning(self, reason: str) -> None:
-        """Leave out reasoning items the model cannot read (made by another model)."""
-
-    async def note_summary_unavailable(self) -> None: ...
+    async def drop_reasoning(self, reason: str, keys: frozenset[str]) -> None:
+        """Leave out the reasoning items the endpoint refused (``{"*"}``: all of them)."""
 
     async def note_rate_limits(self, limits: Sequence[RateLimits]) -> None: ...
 

@@ -302,7 +302,9 @@ class Supervisor:
     # ---- the thread tree (ThreadTree, for the actors) --------------------------------
 
     def build_config(self, params: Mapping[str, Any]) -> ThreadConfig:
-        rules = ConfigRules(known_tools=list(self.services.builtins), catalog=self.services.catalog)
+        rules = ConfigRules(
+            known_tools=list(self.services.builtins), catalog=self.services.catalog, stores_responses=self.services.client.endpoint.stores_responses
+        )
         return new_config(params, default_model=self.default_model, default_tools=default_tool_names(self.services.builtins), rules=rules)
 
     def descendants(self, thread_id: str) -> list[str]:

@@ -10,9 +10,9 @@ with its ``item.completed`` event, in one store unit) and never touches state it
 
 The endpoint's notices become events and thread facts: each retry the client makes is a
 ``turn.retry`` event (clients show it instead of silence), rate limits an
-``account.rate_limits`` event, a refused reasoning summary or unreadable reasoning a lasting
-change of what the thread sends. A stream that breaks after output started is requested
-again with the same retry budget, its partial output left out of the history. Before a
+``account.rate_limits`` event; a refused reasoning summary is remembered by the client for
+the endpoint, and reasoning items the endpoint could not read leave the thread's history.
+A stream that breaks after output started is requested again with the same retry budget, its partial output left out of the history. Before a
 request that would pass the model's compaction threshold, and after the endpoint refused
 one as too long, the history's older part is compacted (``compaction.py``).
 """
@@ -87,11 +87,10 @@ def build_request(host: TurnHost) -> ResponsesRequest:
         instructions=config.rendered_instructions() + (instructions_note(run) if run else ""),
         input=list(history[anchor[1] :] if anchor else history),
         previous_response_id=anchor[0] if anchor else None,
-        store=config.chain,
+        store=config.chain and host.client.endpoint.stores_responses,
         tools=tools,
         parallel_tool_calls=True,
         reasoning_effort=config.reasoning,
-        reasoning_summary="auto" if host.reasoning_summaries else None,
         prompt_cache_key=host.thread_id,
         session_id=host.thread_id,
     )
@@ -161,7 +160,6 @@ async def _notice(host: TurnHost, event: Any) -> None:
     elif isinstance(event, RateLimitsUpdated):
         await host.note_rate_limits(event.limits)
     elif isinstance(event, SummaryUnavailable):
-        log.warning("reasoning summaries refused; not asking again on this thread", thread_id=host.thread_id, error=event.message)
-        await host.note_summary_unavailable()
+        log.warning("reasoning summaries refused; the endpoint is not asked for them again", thread_id=host.thread_id, error=event.message)
     elif isinstance(event, ReasoningDropped):
-        await host.drop_reasoning("reasoning the model could not read (made by another model) left out")
+        await host.drop_reasoning(f"reasoning the endpoint could not read left out ({event.removed} item(s))", event.keys)

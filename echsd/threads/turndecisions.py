@@ -110,20 +110,13 @@ class TurnDecisions:
             turn.final_text, turn.final_text_at = "", -1
         return fx
 
-    def drop_reasoning(self, reason: str) -> Effects:
-        """Leave out encrypted reasoning the model cannot read (made by another model)."""
+    def drop_reasoning(self, reason: str, keys: frozenset[str]) -> Effects:
+        """Leave out the reasoning items the endpoint refused (``keys``: their ``item_key``s,
+        or ``{"*"}`` for all): another model's, or unreadable ones."""
         fx = Effects()
         assert self.history is not None
-        kept, _removed = strip_reasoning_items(self.history)
+        kept, _removed = strip_reasoning_items(self.history, keys)
         self.conversation.prune(fx, kept, reason)
-        return fx
-
-    def note_summary_unavailable(self) -> Effects:
-        """The organisation may not get reasoning summaries: stop asking for them."""
-        fx = Effects()
-        if not self.extra.get("no_reasoning_summary"):
-            self.extra["no_reasoning_summary"] = True
-            fx.statements.append(ops.upsert_thread(self.to_row()))
         return fx
 
     def finish_turn(self, status: str, error: dict[str, str] | None = None, partial: str = "") -> Effects:

@@ -64,10 +64,6 @@ class ActorTurnHost:
         turn = self.core.turn
         return self.core.extra.get("autorun") if turn is not None and turn.autorun else None
 
-    @property
-    def reasoning_summaries(self) -> bool:
-        return not self.core.extra.get("no_reasoning_summary")
-
     async def emit(self, event_type: str, data: dict[str, Any]) -> None:
         await self.log.ready()
         self.log.emit_one(event_type, data)
@@ -132,13 +128,9 @@ class ActorTurnHost:
         await self.log.ready()
         self.commit(self.core.discard_since(start, reason))
 
-    async def drop_reasoning(self, reason: str) -> None:
+    async def drop_reasoning(self, reason: str, keys: frozenset[str]) -> None:
         await self.log.ready()
-        self.commit(self.core.drop_reasoning(reason))
-
-    async def note_summary_unavailable(self) -> None:
-        await self.log.ready()
-        self.commit(self.core.note_summary_unavailable())
+        self.commit(self.core.drop_reasoning(reason, keys))
 
     async def note_rate_limits(self, limits: Sequence[RateLimits]) -> None:
         reported = [limit.to_dict() for limit in limits]

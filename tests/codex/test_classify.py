@@ -22,7 +22,7 @@ from echsd.codex.classify import (
     error_from_event,
     error_from_http,
     error_object,
-    is_encrypted_content_refusal,
+    refused_reasoning,
     is_summary_refusal,
     parse_retry_after,
     parse_try_again,
@@ -120,14 +120,28 @@ def test_refusals_the_client_corrects() -> None:
         b'{"error": {"message": "Your organization must be verified to generate reasoning summaries.",'
         b' "type": "invalid_request_error", "param": "reasoning.summary", "code": "unsupported_value"}}'
     ), url="u")
-    assert is_summary_refusal(summary) and summary.param == "reasoning.summary" and not is_encrypted_content_refusal(summary)
+    mine, theirs, kept = ({"type": "reasoning", "encrypted_content": content} for content in ("gAAAmineDQ==", "gAAAtheirsXY==", "gAAAx"))
+    sent = [mine, theirs, {"type": "message", "role": "user", "content": []}]
+    assert is_summary_refusal(summary) and summary.param == "reasoning.summary" and refused_reasoning(summary, sent) is None
     encrypted = error_from_http(400, {}, (
         b'{"error": {"message": "The encrypted content gAAA...DQ== could not be verified.",'
         b' "type": "invalid_request_error", "param": null, "code": "invalid_encrypted_content"}}'
     ), url="u")
-    assert is_encrypted_content_refusal(encrypted) and not is_summary_refusal(encrypted)
+    assert refused_reasoning(encrypted, sent) == {"gAAAmineDQ=="} and not is_summary_refusal(encrypted)  # the one it names
+    assert refused_reasoning(encrypted, [theirs, kept]) == {"*"}  # names none sent: all of them go
+    assert refused_reasoning(encrypted, sent[2:]) is None  # no reasoning to leave out
+    by_id = error_from_http(400, {}, (
+        b'{"error": {"message": "Item with id \'rs_42\' not found. Items are not persisted when `store` is set to false. '
+        b'Try again with `store` set to true, or remove this item from your input.", "type": "invalid_request_error", "param": "input", "code": null}}'
+    ), url="u")
+    assert refused_reasoning(by_id, [{"type": "reasoning", "id": "rs_42", "summary": []}, mine]) == {"rs_42"}
+    for message in ("The encrypted content for item rs_12....3abc could not be verified. Reason: Encrypted content could not be decrypted or parsed.",):
+        error = BadModelRequest(message, upstream_code="invalid_encrypted_content")
+        assert refused_reasoning(error, [{"type": "reasoning", "id": "rs_12ffff3abc"}, mine]) == {"rs_12ffff3abc"}
+    compaction = BadModelRequest("The encrypted content for item cmp_34....b7bd could not be verified.", upstream_code="invalid_encrypted_content")
+    assert refused_reasoning(compaction, sent) is None  # not a reasoning item: nothing to drop that would help
     other = error_from_http(400, {}, body("unsupported_value", "nope"), url="u")
-    assert not is_summary_refusal(other) and not is_encrypted_content_refusal(other)
+    assert not is_summary_refusal(other) and refused_reasoning(other, sent) is None
 
 
 def test_backend_detail_bodies() -> None:

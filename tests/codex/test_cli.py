@@ -124,17 +124,23 @@ async def test_models_json_lists_the_catalog_with_config_overrides(env: dict[str
     for entry in models.values():
         assert {"model", "reasoning", "context_window", "efforts", "default_effort", "prices", "auto_compact_tokens"} <= set(entry)
     assert models["gpt-5.5"]["reasoning"] is True and models["gpt-5.5"]["context_window"] == 272000
-    assert models["gpt-5.5"]["default_for"] == ["openai", "codex"]
+    assert models["gpt-6.1-sol"]["default_for"] == ["openai", "codex"] and models["gpt-5.5"]["default_for"] == []
     assert models["gpt-5.5"]["prices"] == {"input": 5.0, "cached_input": 0.5, "output": 30.0}
+    assert {f"gpt-6{suffix}" for suffix in ("-astra", ".1-sol", ".1-terra", "-sol", "-luna")} <= set(models)
+    assert models["gpt-6.1-sol"]["source"] == "family gpt-6+shipped" and models["gpt-6.1-sol"]["sources"]["efforts"] == "family gpt-6"
+    assert models["gpt-6.1-sol"]["sources"]["default_effort"] == "shipped" and models["gpt-6.1-sol"]["efforts"][-1] == "ultra"
     assert models["gpt-4.1"]["reasoning"] is False and models["gpt-4.1"]["efforts"] == []
     state = tmp_path / "state"
     state.mkdir()
     (state / "config.toml").write_text('[models."my-llm"]\ncontext_window = 8192\n[models."gpt-5.5"]\ncontext_window = 400000\n')
     overridden = {e["model"]: e for e in json.loads((await echsd(env, "models", "--json")).stdout)}
     assert overridden["my-llm"]["context_window"] == 8192 and overridden["my-llm"]["source"] == "config"
-    assert overridden["gpt-5.5"]["context_window"] == 400000 and overridden["gpt-5.5"]["source"] == "shipped+config"
+    assert overridden["gpt-5.5"]["context_window"] == 400000 and overridden["gpt-5.5"]["source"] == "family gpt-5+shipped+config"
+    assert overridden["gpt-5.5"]["sources"]["context_window"] == "config"
     table = (await echsd(env, "models")).stdout.decode()
-    assert table.splitlines()[0].startswith("MODEL") and "my-llm" in table and "default for openai, codex" in table
+    assert table.splitlines()[0].startswith("MODEL") and "SOURCE" in table.splitlines()[0] and "my-llm" in table
+    sol = next(line for line in table.splitlines() if line.startswith("gpt-6.1-sol "))
+    assert "default for openai, codex" in sol and "family gpt-6+shipped" in sol
     (state / "config.toml").write_text('[models."my-llm"]\ncontext_window = -1\n')
     bad = await echsd(env, "models")
     assert bad.returncode == 2 and "models.'my-llm'.context_window" in one_line(bad)
@@ -152,7 +158,7 @@ async def test_probe_reports_the_catalog_and_the_fields_sent(env: dict[str, str]
         result = await probe(env, "--provider", "openai", "--base-url", url, "--model", "gpt-5.1", "hi")
         assert result.returncode == 0 and result.stdout == b"mock reply to: hi\n"
         report = result.stderr.decode().splitlines()
-        assert report[0].startswith("echsd probe: model gpt-5.1: reasoning: none low medium* high; summaries, custom tools")
+        assert report[0].startswith("echsd probe: model gpt-5.1: reasoning: none low medium* high; summary auto, custom tools")
         assert "window 272,000 tokens" in report[0] and "USD/1M in cached out: 1.25 0.125 10" in report[0]
         assert report[1] == (
             "echsd probe: request fields: model, instructions, input, tools, tool_choice, store, stream, "
@@ -163,7 +169,7 @@ async def test_probe_reports_the_catalog_and_the_fields_sent(env: dict[str, str]
         unknown = await probe(env, "--provider", "openai", "--base-url", url, "--model", "my-own-llm", "hi")
         assert unknown.returncode == 0 and "not in the catalog" in unknown.stderr.decode()
         unverified = 'hi\nmock: {"endpoint": {"org_verified": false}}'
-        fallback = await probe(env, "--provider", "openai", "--base-url", url, unverified)
+        fallback = await probe(env, "--provider", "openai", "--base-url", url, "--model", "gpt-5.4", unverified)
         assert fallback.returncode == 0 and "resent without reasoning.summary: " in fallback.stderr.decode()
 
 
@@ -184,4 +190,5 @@ async def test_probe_as_codex_against_the_backend_path(env: dict[str, str], tmp_
     headers = entry["headers"]
     assert headers["originator"] == "codex_cli_rs" and headers["user-agent"].startswith("codex_cli_rs/")
     assert " echsd/" in headers["user-agent"] and headers["chatgpt-account-id"] == "acct_1"
-    assert entry["body"]["model"] == "gpt-5.5" and entry["body"]["reasoning"]["effort"] == "medium"
+    assert entry["body"]["model"] == "gpt-6.1-sol" and entry["body"]["reasoning"]["effort"] == "low"
+    assert headers["version"] == "0.169.0" and headers["x-codex-routing-hint"] == "model=gpt-6.1-sol"

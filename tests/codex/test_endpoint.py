@@ -51,14 +51,14 @@ def test_codex_provider_introduces_itself_as_codex_does(tmp_path: Path) -> None:
     (tmp_path / "codex").mkdir()
     (tmp_path / "codex" / "auth.json").write_text(json.dumps({"tokens": {"access_token": "a", "refresh_token": "r"}}))
     headers = settings(tmp_path, {}, OPENAI_ORGANIZATION="org-x").endpoint().headers
-    assert headers["originator"] == "codex_cli_rs"
+    assert headers["originator"] == "codex_cli_rs" and headers["version"] == "0.169.0"
     assert re.fullmatch(r"codex_cli_rs/\d+\.\d+\.\d+ \([^;()]+ [^;()]+; [^;()]+\) echsd/" + re.escape(__version__), headers["User-Agent"])
     assert "OpenAI-Organization" not in headers  # an API header, not a ChatGPT one
 
 
 def test_openai_provider_sends_organization_and_project(tmp_path: Path) -> None:
     plain = settings(tmp_path, {"provider": "openai"}, OPENAI_API_KEY="sk-1").endpoint().headers
-    assert plain["User-Agent"].startswith(f"echsd/{__version__} (") and "originator" not in plain
+    assert plain["User-Agent"].startswith(f"echsd/{__version__} (") and plain["originator"] == "echsd" and "version" not in plain
     assert "OpenAI-Organization" not in plain and "OpenAI-Project" not in plain
     env = {"OPENAI_API_KEY": "sk-1", "OPENAI_ORGANIZATION": "org-abc", "OPENAI_PROJECT": "proj_def"}
     headers = settings(tmp_path, {"provider": "openai"}, **env).endpoint().headers

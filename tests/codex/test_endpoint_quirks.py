@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,6 +24,7 @@ from echsd.codex import (
     SummaryUnavailable,
     UsageLimitReached,
 )
+from echsd.codex.endpoint_memory import EndpointMemory
 from echsd.codex.mock import MockUpstream
 from echsd.codex.mock.checks import VERIFY_MESSAGE
 from tests.codex.helpers import client_for, collect, collect_until_error, directive, of_type, text_of, user
@@ -93,15 +95,16 @@ async def test_backend_refuses_empty_instructions_and_the_client_never_sends_the
     assert text_of(events) == "mock reply to: hi" and mock.requests[-1].path == path
 
 
-async def test_unverified_organisation_falls_back_to_no_summary(mock: MockUpstream) -> None:
+async def test_unverified_organisation_falls_back_to_no_summary(mock: MockUpstream, tmp_path: Path) -> None:
     unverified = directive({"endpoint": {"org_verified": False}, "steps": [{"reasoning": "thinking", "text": "answer"}]})
     status, answer = await post(mock, raw("gpt-5.5", input=[unverified], reasoning={"effort": "low", "summary": "auto"}))
     assert status == 400 and answer["error"] == {
         "message": VERIFY_MESSAGE, "type": "invalid_request_error", "param": "reasoning.summary", "code": "unsupported_value"}
     assert VERIFY_MESSAGE.startswith("Your organization must be verified to generate reasoning summaries.")
-    client = client_for(mock.base_url)
+    remembered = tmp_path / "endpoint-memory.json"
+    client = client_for(mock.base_url, memory=EndpointMemory(mock.base_url, remembered))
     before = mock.app.received
-    events = await collect(client, req("gpt-5.5", unverified, reasoning_effort="low"))
+    events = await collect(client, req("gpt-5.4", unverified, reasoning_effort="low"))  # a model whose catalog entry asks for summaries
     notices = of_type(events, SummaryUnavailable)
     assert len(notices) == 1 and "must be verified" in notices[0].message
     assert text_of(events) == "answer" and isinstance(events[-1], Completed)
@@ -109,9 +112,14 @@ async def test_unverified_organisation_falls_back_to_no_summary(mock: MockUpstre
     assert mock.app.received - before == 2
     assert first.body["reasoning"] == {"effort": "low", "summary": "auto"}
     assert second.body["reasoning"] == {"effort": "low"} and second.body["include"] == ["reasoning.encrypted_content"]
-    # A thread that remembered it sends no summary at all: one request.
-    await collect(client, req("gpt-5.5", unverified, reasoning_effort="low", reasoning_summary=None))
-    assert mock.app.received - before == 3
+    # The client remembers it for the endpoint: no summary at all, one request.
+    await collect(client, req("gpt-5.4", unverified, reasoning_effort="low"))
+    assert mock.app.received - before == 3 and "summary" not in mock.requests[-1].body["reasoning"]
+    # And so does the next process on the same state dir; another endpoint starts afresh.
+    again = client_for(mock.base_url, memory=EndpointMemory(mock.base_url, remembered))
+    await collect(again, req("gpt-5.4", unverified, reasoning_effort="low"))
+    assert mock.app.received - before == 4 and "summary" not in mock.requests[-1].body["reasoning"]
+    assert not EndpointMemory("http://elsewhere/v1", remembered).summaries_refused
 
 
 async def test_reasoning_from_another_model_is_dropped_after_invalid_encrypted_content(mock: MockUpstream) -> None:
@@ -142,7 +150,7 @@ async def test_each_refusal_gets_one_corrected_resend_only(mock: MockUpstream) -
     client = client_for(mock.base_url)
     verify = {"fault": "http", "status": 400, "message": "Your organization must be verified to generate reasoning summaries."}
     before = mock.app.received
-    events, error = await collect_until_error(client, req("gpt-5.5", directive(verify), reasoning_effort="low"))
+    events, error = await collect_until_error(client, req("gpt-5.4", directive(verify), reasoning_effort="low"))
     assert isinstance(error, BadModelRequest) and len(of_type(events, SummaryUnavailable)) == 1
     assert mock.app.received - before == 2
     alien = {"type": "reasoning", "summary": [], "encrypted_content": "gAAAAB-from-elsewhere"}
@@ -222,12 +230,13 @@ async def test_context_length_exceeded(mock: MockUpstream) -> None:
     assert isinstance(error, ContextWindowExceeded)
 
 
-async def test_session_id_header_carries_the_thread(mock: MockUpstream) -> None:
+async def test_session_and_thread_headers_carry_the_thread(mock: MockUpstream) -> None:
     client = client_for(mock.base_url)
     await collect(client, req("gpt-5.5", session_id="thr_0123456789abcdef"))
-    assert mock.requests[-1].headers["session_id"] == "thr_0123456789abcdef"
+    headers = mock.requests[-1].headers
+    assert headers["session-id"] == headers["thread-id"] == headers["x-client-request-id"] == "thr_0123456789abcdef"
     await collect(client, req("gpt-5.5"))
-    assert "session_id" not in mock.requests[-1].headers
+    assert not {"session-id", "thread-id", "session_id"} & set(mock.requests[-1].headers)
 
 
 @pytest.mark.parametrize("model", ["gpt-5.5", "gpt-4.1", "o3", "mock-model", "not-in-any-catalog"])

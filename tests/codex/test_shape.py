@@ -25,10 +25,10 @@ def body(model: str, fallbacks: Fallbacks = Fallbacks(), **kwargs: Any) -> dict[
     return request_body(ResponsesRequest(model=model, **kwargs), CATALOG.get(model), fallbacks)
 
 
-def test_reasoning_model_gets_reasoning_summary_and_encrypted_content() -> None:
-    sent = body("gpt-5.5", reasoning_effort="high", tools=[TOOL], prompt_cache_key="thr_1")
+def test_reasoning_model_gets_reasoning_verbosity_and_encrypted_content() -> None:
+    sent = body("gpt-6.1-sol", reasoning_effort="high", tools=[TOOL], prompt_cache_key="thr_1")
     assert sent == {
-        "model": "gpt-5.5",
+        "model": "gpt-6.1-sol",
         "instructions": "be brief",
         "input": [USER],
         "tools": [TOOL],
@@ -36,14 +36,33 @@ def test_reasoning_model_gets_reasoning_summary_and_encrypted_content() -> None:
         "store": False,
         "stream": True,
         "parallel_tool_calls": True,
-        "reasoning": {"effort": "high", "summary": "auto"},
+        "reasoning": {"effort": "high"},  # Codex 0.169 asks no summary of today's models
         "include": ["reasoning.encrypted_content"],
         "prompt_cache_key": "thr_1",
+        "text": {"verbosity": "low"},
     }
+    older = body("gpt-5.4", reasoning_effort="high")
+    assert older["reasoning"] == {"effort": "high", "summary": "auto"} and "text" not in older
+
+
+def test_a_model_no_table_describes_is_judged_by_its_family() -> None:
+    sent = body("gpt-6.9-test", reasoning_effort="ultra", tools=[TOOL, PATCH])
+    assert sent["reasoning"] == {"effort": "ultra"} and sent["include"] == ["reasoning.encrypted_content"]
+    assert sent["text"] == {"verbosity": "low"} and sent["tools"][1] == PATCH and sent["parallel_tool_calls"] is True
+    assert body("gpt-6.9-test", reasoning_effort="none")["reasoning"] == {"effort": "none"}  # a family's efforts are a guess
+
+
+def test_reasoning_items_travel_only_in_a_form_the_endpoint_reads() -> None:
+    bare = {"type": "reasoning", "summary": []}  # neither id nor encrypted content: refused as invalid_encrypted_content
+    with_id = {"type": "reasoning", "id": "rs_1", "summary": []}
+    stateless = body("gpt-6.1-sol", reasoning_effort="low", input=[USER, bare, with_id, REASONING_ITEM])
+    assert stateless["input"] == [USER, REASONING_ITEM]
+    stored = body("gpt-6.1-sol", reasoning_effort="low", input=[USER, bare, with_id, REASONING_ITEM], store=True)
+    assert stored["input"] == [USER, with_id, REASONING_ITEM]  # the endpoint has rs_1
 
 
 def test_non_reasoning_model_gets_neither_reasoning_nor_include() -> None:
-    for model in ("gpt-4.1", "gpt-4o", "gpt-5-chat-latest", "gpt-4.1-2025-04-14"):
+    for model in ("gpt-4.1", "gpt-4o", "gpt-4o-mini", "gpt-4.1-2025-04-14"):
         sent = body(model, reasoning_effort="medium", input=[USER, REASONING_ITEM])
         assert "reasoning" not in sent and "include" not in sent, model
         assert sent["input"] == [USER]  # reasoning items mean nothing to it
@@ -96,5 +115,8 @@ def test_custom_tools_kept_where_supported_else_offered_as_functions() -> None:
 
 
 def test_stripping_reasoning_after_an_encrypted_content_refusal() -> None:
-    sent = body("gpt-5.5", reasoning_effort="low", input=[USER, REASONING_ITEM], fallbacks=Fallbacks(strip_reasoning=True))
-    assert sent["input"] == [USER] and sent["reasoning"]["effort"] == "low"
+    other = {"type": "reasoning", "summary": [], "encrypted_content": "gAAA-other"}
+    sent = body("gpt-5.5", reasoning_effort="low", input=[USER, REASONING_ITEM, other], fallbacks=Fallbacks(drop_reasoning=frozenset({"gAAA-other"})))
+    assert sent["input"] == [USER, REASONING_ITEM] and sent["reasoning"]["effort"] == "low"
+    every = body("gpt-5.5", reasoning_effort="low", input=[USER, REASONING_ITEM, other], fallbacks=Fallbacks(drop_reasoning=frozenset({"*"})))
+    assert every["input"] == [USER]

@@ -1,6 +1,6 @@
 """What the endpoint says reaches the thread: retries as ``turn.retry``, a stream broken after
-output requested again without its partial output, refused summaries remembered, rate limits
-reported, reasoning of another model left out, usage priced from the catalog."""
+output requested again without its partial output, rate limits reported, reasoning of another
+model left out, usage priced from the catalog. (A refused summary: ``test_endpoint_memory.py``.)"""
 
 from __future__ import annotations
 
@@ -38,20 +38,6 @@ async def test_a_stream_broken_after_output_is_requested_again(daemon: Any, work
     retried = mock_upstream.requests[-1].body["input"]
     assert [item["type"] for item in retried] == ["message"]  # the partial output was not sent back
     await check_thread_invariants(daemon, tid)
-
-
-async def test_a_refused_reasoning_summary_is_not_asked_for_again(daemon: Any, workdir: Any, mock_upstream: Any) -> None:
-    tid = (await daemon.service.create(cwd=str(workdir), model="gpt-5.5"))["thread_id"]
-    script = {"endpoint": {"org_verified": False}, "steps": [{"reasoning": "hmm", "text": "answer"}, {"text": "again"}]}
-    await run(daemon, tid, script)
-    first, resent = mock_upstream.requests[-2].body, mock_upstream.requests[-1].body
-    assert first["reasoning"].get("summary") == "auto" and "summary" not in resent["reasoning"]
-    before = len(mock_upstream.requests)
-    async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, "next")
-        await watch.wait_count("turn.completed", 2)
-    assert len(mock_upstream.requests) == before + 1  # one request: the thread remembers
-    assert "summary" not in mock_upstream.requests[-1].body["reasoning"]
 
 
 async def test_rate_limits_are_reported(daemon: Any, workdir: Any) -> None:
@@ -95,4 +81,5 @@ async def test_a_model_that_does_not_reason_gets_no_reasoning_fields(daemon: Any
     await run(daemon, tid, {"text": "plain"})
     body = mock_upstream.requests[-1].body
     assert "reasoning" not in body and "include" not in body and body["model"] == "gpt-4.1"
-    assert mock_upstream.requests[-1].headers.get("session_id") == tid
+    headers = mock_upstream.requests[-1].headers
+    assert headers["session-id"] == headers["thread-id"] == tid

@@ -287,14 +287,14 @@ async def test_agent_types_from_config_toml_and_explicit_params_win(
                 spawn(quick, agent_type="explorer"),
                 spawn(quick, agent_type="reviewer", model="gpt-5.5", reasoning="low", instructions="Just look.", tools=["list_dir"]),
                 spawn(quick, agent_type="nosuch"),
-                spawn(quick, model="gpt-5.1-codex-mini", reasoning="low"),
-                spawn(quick, model="gpt-5.1-codex-mini"),  # the parent's effort (none) does not fit it
+                spawn(quick, model="gpt-5.4-mini", reasoning="minimal"),
+                spawn(quick, model="gpt-5.4-mini"),  # the parent's effort (none) does not fit it
             ]
         },
         {"text": "ok"},
     ]
     parent_tools = ["read_file", "list_dir", "grep_files", "spawn_agent", "wait_agents"]
-    tid, watch = await parent_turn(daemon, workdir, steps, tools=parent_tools, reasoning="none")
+    tid, watch = await parent_turn(daemon, workdir, steps, tools=parent_tools, model="gpt-5.5", reasoning="none")
     [offered] = [t for t in mock_upstream.requests[0].body["tools"] if t["name"] == "spawn_agent"]
     assert "- reviewer: reads a change and lists its problems" in offered["description"]
     assert offered["parameters"]["properties"]["agent_type"]["enum"] == ["default", "explorer", "worker", "research", "simple", "reviewer"]
@@ -302,13 +302,13 @@ async def test_agent_types_from_config_toml_and_explicit_params_win(
     results = outputs(watch, "spawn_agent")  # the calls ran in parallel: match children by type and config
     errors = sorted(r for r in results if isinstance(r, str))
     assert errors == [  # an explicit effort is checked strictly against the model
-        "error: cannot spawn an agent: model gpt-5.1-codex-mini accepts reasoning medium, high (got 'low')",
+        "error: cannot spawn an agent: model gpt-5.4-mini accepts reasoning low, medium, high, xhigh (got 'minimal')",
         "error: unknown agent_type 'nosuch'; known: default, explorer, research, reviewer, simple, worker",
     ]
     children = [daemon.service.get(r["agent_id"]) for r in results if isinstance(r, dict)]
     configs = {(c["agent_type"], c["config"]["model"]): c["config"] for c in children}
-    assert set(configs) == {("reviewer", "gpt-5.4"), ("explorer", "gpt-5.5"), ("reviewer", "gpt-5.5"), ("default", "gpt-5.1-codex-mini")}
-    assert configs["default", "gpt-5.1-codex-mini"]["reasoning"] == "medium"  # that model's default effort
+    assert set(configs) == {("reviewer", "gpt-5.4"), ("explorer", "gpt-5.5"), ("reviewer", "gpt-5.5"), ("default", "gpt-5.4-mini")}
+    assert configs["default", "gpt-5.4-mini"]["reasoning"] == "medium"  # that model's default effort
     reviewer = configs["reviewer", "gpt-5.4"]
     assert reviewer["reasoning"] == "high" and reviewer["instructions"] == "Review the change you are given."
     assert reviewer["tools"] == ["read_file", "grep_files"]  # never a tool the parent lacks
