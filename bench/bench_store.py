@@ -31,6 +31,7 @@ from typing import Any
 import orjson
 import trio
 
+from echsd import logs
 from echsd.events import Event
 from echsd.store import Store, Unit, queries
 from echsd.store.sqlite.connection import INSERT_EVENT, open_writer
@@ -172,11 +173,11 @@ def build_database(path: Path, threads: int, items: int, events_per_thread: int)
         ]
         with conn.transaction():
             conn.execute(
-                "INSERT INTO threads VALUES(?, ?, ?, 'idle', ?, ?, NULL, '{}', ?)",
+                "INSERT INTO threads(thread_id, parent, created_at, state, config, usage, extra, updated_at) VALUES(?, ?, ?, 'idle', ?, ?, '{}', ?)",
                 (tid, parent, 1e9 + t, config, usage, 1e9 + t),
             )
-            conn.executemany("INSERT INTO items VALUES(?, ?, ?, ?)", items_rows)
-            conn.executemany("INSERT INTO events VALUES(?, ?, 'item.completed', ?, ?)", event_rows)
+            conn.executemany("INSERT INTO items(thread_id, pos, item, turn_id) VALUES(?, ?, ?, ?)", items_rows)
+            conn.executemany("INSERT INTO events(thread_id, seq, type, ts, data) VALUES(?, ?, 'item.completed', ?, ?)", event_rows)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
 
@@ -238,6 +239,7 @@ def _postgresql(opts: dict[str, int]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> dict[str, Any]:
     opts = _options(argv)
+    logs.configure(level="warning")  # the store runs in this process
     with tempfile.TemporaryDirectory(prefix="echsd-bench-") as tmp:
         root = Path(tmp)
         flat_out = trio.run(event_throughput, root / "flat" / "echsd.db", opts["events"])
