@@ -19,8 +19,8 @@ status and error body.
 
 Scripting language (in full in docs/mock-upstream.md)
 -----------------------------------------------------
-A *step* is one model response: ``text`` (``deltas``, ``delay_ms``), ``repeat``,
-``reasoning``, ``calls``, ``usage``, ``ttfb_ms``, ``rate_limits`` (``x-codex-*`` headers
+A *step* is one model response: ``text`` (``deltas``, ``delay_ms``, ``chunks``), ``repeat``
+(also time-stamped deltas), ``reasoning``, ``calls``, ``usage``, ``ttfb_ms``, ``rate_limits`` (``x-codex-*`` headers
 and a ``codex.rate_limits`` event), and a ``fault``: ``http`` (``status``, ``retry_after``,
 ``message``, ``code``, ``error_type``, ``resets_in_seconds``), ``drop``, ``stall``,
 ``malformed``, ``junk`` (a non-JSON data line; the stream goes on), ``failed``,

@@ -61,8 +61,15 @@ class Connection:
         head = [("content-type", "text/event-stream"), ("cache-control", "no-cache"), *headers]
         await self.stream.send_all(self._h11.send(h11.Response(status_code=200, headers=head)) or b"")
 
+    def frame(self, data: bytes) -> bytes:
+        """``data`` as one chunk of the streaming answer, to be sent with ``send_framed``."""
+        return self._h11.send(h11.Data(data=data)) or b""
+
+    async def send_framed(self, framed: bytes) -> None:
+        await self.stream.send_all(framed)
+
     async def write(self, data: bytes) -> None:
-        await self.stream.send_all(self._h11.send(h11.Data(data=data)) or b"")
+        await self.stream.send_all(self.frame(data))
 
     async def end_stream(self) -> None:
         await self.stream.send_all(self._h11.send(h11.EndOfMessage()) or b"")

@@ -38,6 +38,18 @@ def split_even(text: str, parts: int) -> list[str]:
     return [text[i * len(text) // parts : (i + 1) * len(text) // parts] for i in range(parts)]
 
 
+def _stamps(count: int) -> Iterator[str]:
+    """Deltas that say when they were rendered, i.e. written (benchmarks measure latency from them)."""
+    for _ in range(count):
+        yield f"{time.time():.6f} "
+
+
+def _kept(pieces: Iterable[str], into: list[str]) -> Iterator[str]:
+    for piece in pieces:
+        into.append(piece)
+        yield piece
+
+
 def _new_id(prefix: str) -> str:
     return prefix + secrets.token_hex(12)
 
@@ -67,11 +79,10 @@ class Renderer:
             index += 1
         if step.repeat is not None:
             chunk, count = step.repeat
-            yield from self._message(index, itertools.repeat(chunk, count), chunk * count)
+            yield from self._message(index, _stamps(count) if step.stamp_time else itertools.repeat(chunk, count))
             index += 1
         elif step.text is not None:
-            pieces = split_even(step.text, step.deltas) if step.deltas else split_words(step.text)
-            yield from self._message(index, pieces, step.text)
+            yield from self._message(index, split_even(step.text, step.deltas) if step.deltas else split_words(step.text))
             index += 1
         for call in step.calls:
             yield from self._call(index, call)
@@ -182,14 +193,16 @@ class Renderer:
         }
         yield EVENT, self._done(index, item)
 
-    def _message(self, index: int, pieces: Iterable[str], text: str) -> Iterator[tuple[int, bytes]]:
+    def _message(self, index: int, pieces: Iterable[str]) -> Iterator[tuple[int, bytes]]:
         item_id = _new_id("msg_")
         where = {"item_id": item_id, "output_index": index, "content_index": 0}
         added = {"id": item_id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"}
         yield EVENT, self._event("response.output_item.added", {"output_index": index, "item": added})
         part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
         yield EVENT, self._event("response.content_part.added", {**where, "part": part})
-        yield from self._deltas("response.output_text.delta", {**where, "logprobs": []}, pieces)
+        sent: list[str] = []
+        yield from self._deltas("response.output_text.delta", {**where, "logprobs": []}, _kept(pieces, sent))
+        text = "".join(sent)
         yield EVENT, self._event("response.output_text.done", {**where, "text": text, "logprobs": []})
         part = {**part, "text": text}
         yield EVENT, self._event("response.content_part.done", {**where, "part": part})

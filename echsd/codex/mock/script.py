@@ -19,11 +19,12 @@ INLINE_FAULTS = frozenset({"junk"})  # the stream goes on after them
 FAULT_KINDS = STREAM_FAULTS | TERMINAL_FAULTS | INLINE_FAULTS | {"http"}
 _FAULT_FIELDS = ("status", "retry_after", "message", "code", "reason", "after_deltas", "error_type", "resets_in_seconds")
 _STEP_FIELDS = frozenset(
-    {"text", "deltas", "delay_ms", "repeat", "reasoning", "calls", "usage", "ttfb_ms", "rate_limits", "fault", "times"}
+    {"text", "deltas", "delay_ms", "repeat", "reasoning", "calls", "usage", "ttfb_ms", "rate_limits", "chunks", "fault", "times"}
     | set(_FAULT_FIELDS)
 )
 _USAGE_FIELDS = frozenset({"input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens"})
 _CONDITION_FIELDS = frozenset({"org_verified", "context_window", "compact_call"})
+CHUNK_MODES = ("batch", "event")
 
 
 class ScriptError(ValueError):
@@ -83,11 +84,13 @@ class Step:
     deltas: int | None = None
     delay_ms: float = 0.0
     repeat: tuple[str, int] | None = None
+    stamp_time: bool = False  # repeat {"stamp": "time"}: each delta is the wall-clock time it is written
     reasoning: str | None = None
     calls: tuple[Call, ...] = ()
     usage: dict[str, int] = field(default_factory=dict)
     ttfb_ms: float = 0.0
     rate_limits: Limits | None = None
+    chunks: str = "batch"  # "event": every SSE event its own HTTP chunk, as real endpoints frame them
     fault: Fault | None = None
     times: int | None = None  # requests that get the fault before it is served normally; None: all
 
@@ -150,6 +153,20 @@ def _call(obj: Any, where: str) -> Call:
     if not isinstance(arguments, str):
         arguments = orjson.dumps(arguments).decode()
     return Call(name, arguments, call_id)
+
+
+def _repeat(step: Step, obj: Any, where: str) -> Step:
+    """``{"chunk": str, "count": int}``, or ``{"stamp": "time", "count": int}``."""
+    _expect(obj, dict, where, "{'chunk': str, 'count': int} or {'stamp': 'time', 'count': int}")
+    unknown = set(obj) - {"chunk", "count", "stamp"}
+    if unknown:
+        raise ScriptError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    count = _count(obj.get("count"), f"{where}.count")
+    if "stamp" in obj:
+        if obj["stamp"] != "time" or "chunk" in obj:
+            raise ScriptError(f"{where}: 'stamp' takes \"time\" (and no 'chunk'), got {obj['stamp']!r}")
+        return replace(step, repeat=("", count), stamp_time=True)
+    return replace(step, repeat=(_expect(obj.get("chunk"), str, f"{where}.chunk", "a string"), count))
 
 
 def _fault(obj: dict, where: str) -> tuple[Fault | None, int | None]:
@@ -261,9 +278,11 @@ def parse_step(obj: Any, where: str = "step") -> Step:
     if "ttfb_ms" in obj:
         step = replace(step, ttfb_ms=_millis(obj["ttfb_ms"], f"{where}.ttfb_ms"))
     if "repeat" in obj:
-        repeat = _expect(obj["repeat"], dict, f"{where}.repeat", "{'chunk': str, 'count': int}")
-        chunk = _expect(repeat.get("chunk"), str, f"{where}.repeat.chunk", "a string")
-        step = replace(step, repeat=(chunk, _count(repeat.get("count"), f"{where}.repeat.count")))
+        step = _repeat(step, obj["repeat"], f"{where}.repeat")
+    if "chunks" in obj:
+        if obj["chunks"] not in CHUNK_MODES:
+            raise ScriptError(f"{where}.chunks: expected one of {', '.join(CHUNK_MODES)}, got {obj['chunks']!r}")
+        step = replace(step, chunks=obj["chunks"])
     if "reasoning" in obj:
         step = replace(step, reasoning=_expect(obj["reasoning"], str, f"{where}.reasoning", "a string"))
     if "calls" in obj:
