@@ -15,7 +15,8 @@ Measured:
   ``since=0`` to a stored stream) shows what the wire path alone sustains.
 - latency: from an event's ``ts`` (stamped when the turn loop takes the delta from the
   upstream stream) to its arrival at the client, p50/p99, with one thread streaming at
-  full speed, one thread paced at 1 delta/ms, and 1,000 threads streaming at once.
+  full speed, one thread paced at 1 delta/ms; and 1,000 threads streaming at once
+  (``bench.sweep``: from the mock's write to the client).
 
 ``main(["--quick"])`` uses smaller counts.
 """
@@ -32,7 +33,8 @@ from typing import Any
 
 import trio
 
-from bench.wirekit import LeanConn, RawServer, ServeProcess, connect_lean, percentiles, raw_rate, settled, stream_text
+from bench.sweep import Point, daemon_point
+from bench.wirekit import RawServer, ServeProcess, connect_lean, percentiles, raw_rate, settled, stream_text
 
 REPEATS = 5
 
@@ -107,49 +109,6 @@ async def replay_and_paced(daemon: ServeProcess, deltas: int, paced: int, repeat
     }
 
 
-async def many_threads(daemon: ServeProcess, threads: int, deltas: int, delay_ms: float = 0, connections: int = 1) -> dict[str, Any]:
-    """``threads`` threads stream at once; one client subscribed to ``*`` counts and times.
-
-    The threads are created and sent to over ``connections`` connections (a connection's
-    requests are served one after the other, each send waiting for its commit).
-    """
-    async with trio.open_nursery() as nursery:
-        senders = [await connect_lean(nursery, daemon) for _ in range(connections)]
-        control = senders[0]
-        ids: list[str] = []
-
-        async def create(conn: LeanConn, count: int) -> None:
-            for _ in range(count):
-                ids.append((await conn.request("thread.create", cwd=str(daemon.state)))["thread_id"])
-
-        async with trio.open_nursery() as creators:
-            for index, conn in enumerate(senders):
-                creators.start_soon(create, conn, threads // connections + (index < threads % connections))
-        watcher = await connect_lean(nursery, daemon)
-        watcher.latencies = []
-        await watcher.request("subscribe", thread_id="*")
-        started = time.perf_counter()
-        async with trio.open_nursery() as sending:
-            for index, tid in enumerate(ids):
-                conn = senders[index % connections]
-                sending.start_soon(lambda c=conn, t=tid: c.request("thread.send", thread_id=t, text=stream_text(deltas, delay_ms)))
-        await watcher.until_covered(await settled(control, ids))
-        elapsed = watcher.last - started
-        nursery.cancel_scope.cancel()
-    return {
-        "threads": threads,
-        "deltas_each": deltas,
-        "delay_ms": delay_ms,
-        "connections": connections,
-        "events_per_s": round(watcher.events / elapsed),
-        "deltas_per_s": round(len(watcher.latencies) / (watcher.last_delta - started)),
-        "seconds": round(elapsed, 3),
-        "gaps": watcher.gaps,
-        "failed_turns": watcher.failed,
-        "latency": percentiles(watcher.latencies),
-    }
-
-
 async def _run(quick: bool) -> dict[str, Any]:
     n = 100_000 if quick else 400_000
     fan = 5_000 if quick else 20_000
@@ -172,7 +131,7 @@ async def _run(quick: bool) -> dict[str, Any]:
             out["live_1_client"] = await live(daemon, 1, deltas)
             out["live_100_clients"] = await live(daemon, 100, fan)
             out.update(await replay_and_paced(daemon, deltas, 2000))
-            out["many_threads"] = await many_threads(daemon, threads, per_thread)
+            out["many_threads"] = await daemon_point(daemon, Point(threads, per_thread, 0))
         finally:
             daemon.stop()
     out["live_1_client_vs_raw"] = round(out["live_1_client"]["events_per_s"] / out["raw_1_client_events_per_s"], 3)

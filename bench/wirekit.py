@@ -214,6 +214,11 @@ class LeanConn:
     It does not re-fetch backpressure gaps (the library does); it counts them, and a
     gap's range counts as covered so a stage ends when every seq was delivered or
     reported. Events whose type is in ``marked`` are kept with their arrival time.
+
+    ``deltas`` counts the model's deltas: with ``stamped`` (the mock's time-stamped
+    deltas, ``bench.upstream.script``) one per stamp, since one ``turn.delta`` may carry
+    several joined, and latency runs from each stamp (the upstream's write) to arrival;
+    else one per ``turn.delta`` and latency from the event's ``ts``.
     """
 
     def __init__(self, ws: Any) -> None:
@@ -225,6 +230,10 @@ class LeanConn:
         self.failed = 0  # turns that ended other than completed
         self.covered: dict[str, int] = {}  # per thread: highest seq delivered or reported
         self.latencies: list[float] | None = None
+        self.stamped = False
+        self.deltas = 0
+        self.arrivals: list[tuple[float, float]] = []  # stamped: (stamp, arrival), wall clock
+        self.spans: dict[str, list[float]] = {}  # stamped: per thread, its first and last stamp
         self.last = 0.0  # perf_counter of the last frame with events
         self.first_delta = 0.0  # ... and of the first and last turn.delta
         self.last_delta = 0.0
@@ -267,8 +276,12 @@ class LeanConn:
                     self.last_delta = self.last
                     if not self.first_delta:
                         self.first_delta = self.last
-                    if self.latencies is not None:
-                        self.latencies.append(now - event["ts"])
+                    if self.stamped:
+                        self._stamps(event, now)
+                    else:
+                        self.deltas += 1
+                        if self.latencies is not None:
+                            self.latencies.append(now - event["ts"])
                 elif kind == "events.gap":
                     self.gaps += 1
                     seq = event["data"]["to_seq"]
@@ -282,9 +295,24 @@ class LeanConn:
             self.changed.set()
             self.changed = trio.Event()
 
+    def _stamps(self, event: dict[str, Any], now: float) -> None:
+        stamps = [float(s) for s in event["data"]["delta"].split()]
+        if not stamps:
+            return
+        self.deltas += len(stamps)
+        self.arrivals.extend((stamp, now) for stamp in stamps)
+        if self.latencies is not None:
+            self.latencies.extend(now - stamp for stamp in stamps)
+        span = self.spans.get(event["thread_id"])
+        if span is None:
+            self.spans[event["thread_id"]] = [stamps[0], stamps[-1]]
+        else:
+            span[1] = stamps[-1]
+
     def reset(self) -> None:
         """Start counting afresh (covered seqs are kept: they are facts about threads)."""
-        self.events = self.gaps = self.failed = 0
+        self.events = self.gaps = self.failed = self.deltas = 0
+        self.arrivals, self.spans = [], {}
         self.last = self.first_delta = self.last_delta = 0.0
         self.marks = {}
 

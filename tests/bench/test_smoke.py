@@ -3,7 +3,12 @@ one fails here instead of on the day someone measures. Figures are not judged he
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from bench import bench_restart, bench_store
+from bench.sweep import Point, daemon_point, raw_point
+from bench.upstream import MockUpstreamProcess
+from bench.wirekit import ServeProcess
 
 
 def test_restart_bench_runs() -> None:
@@ -18,3 +23,18 @@ def test_store_bench_runs() -> None:
     assert result["event_throughput"]["events"] == 2000
     assert result["event_throughput"]["raw_inserts_events_per_s"] > 0
     assert result["startup_load"]["threads"] == 30
+
+
+async def test_sweep_point_and_its_raw_limit_run(tmp_path: Path) -> None:
+    mock = MockUpstreamProcess()
+    daemon = ServeProcess(tmp_path / "state", base_url=mock.base_url)
+    try:
+        await daemon.ready()
+        point = Point(threads=3, deltas_each=20, delay_ms=2)
+        raw = await raw_point(mock.base_url, point)
+        row = await daemon_point(daemon, point)
+    finally:
+        daemon.stop()
+        mock.stop()
+    assert raw["deltas"] == row["deltas"] == 60 and row["gaps"] == 0
+    assert row["latency"]["samples"] == 60 and row["cpu"]["us_per_delta"] > 0
