@@ -1,92 +1,81 @@
-"""The one module that imports httpx (swapping in a maintained fork is an import change).
+"""HTTP for the model endpoint: the one module that imports httpx, and the door to the
+lean streaming path (``h1`` + ``h1io``).
 
-It exposes a tiny surface: a POST that returns the whole body, a streaming POST, and
-``TransportFailure`` for every transport-level problem (httpx's exceptions never leak).
-httpx runs natively on trio. Its read timeout doubles as the stream's idle timeout: no
-bytes for ``read_timeout_s`` raises ``TransportFailure(kind="timeout")``.
+It exposes a tiny surface: a POST that returns the whole body (httpx: compaction, token
+refresh), a streaming POST, and ``TransportFailure`` for every transport-level problem
+(no httpx or trio exception leaks). The streaming POST, the hot path, goes over our own
+HTTP/1.1 connections (``httptools``, keep-alive, TLS from httpx's own context, so the
+same certificates are trusted); where the environment names a proxy for the URL
+(``HTTPS_PROXY`` and friends, as httpx reads them), it goes through httpx as well. Either
+way the read timeout doubles as the stream's idle timeout: no bytes for
+``read_timeout_s`` raises ``TransportFailure(kind="timeout")``.
 """
 
 from __future__ import annotations
 
-import socket
-from contextlib import asynccontextmanager, contextmanager
-from typing import AsyncIterator, Iterator, Mapping
+import urllib.request
+from contextlib import asynccontextmanager
+from typing import AsyncIterator, Mapping, Protocol
+from urllib.parse import urlsplit
 
 import httpx
 
+from echsd.codex.h1io import ConnectionPool
+from echsd.codex.transport import TransportFailure, failure_reason
 
-class TransportFailure(Exception):
-    """``kind``: ``connect`` (unreachable), ``timeout`` (no bytes in time), ``network`` (reset, cut off)."""
-
-    def __init__(self, message: str, *, kind: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.kind = kind
+__all__ = ["HttpClient", "StreamingResponse", "TransportFailure"]
 
 
-def _os_errors(exc: BaseException | None, depth: int = 0) -> Iterator[OSError]:
-    """The OSErrors behind an httpx error (trio reports connect failures as a group)."""
-    if exc is None or depth > 8:
-        return
-    if isinstance(exc, OSError) and exc.errno is not None:
-        yield exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _os_errors(inner, depth + 1)
-    yield from _os_errors(exc.__cause__ or exc.__context__, depth + 1)
-
-
-def _reason(exc: BaseException) -> str:
-    for error in _os_errors(exc):
-        if isinstance(error, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(error, socket.gaierror):
-            return "host not found"
-        return error.strerror or str(error)
-    return str(exc).strip() or type(exc).__name__
-
-
-@contextmanager
-def _translated(url: str) -> Iterator[None]:
-    try:
-        yield
-    except httpx.ConnectTimeout as exc:
-        raise TransportFailure(f"timed out connecting to {url}", kind="connect") from exc
-    except httpx.ConnectError as exc:
-        raise TransportFailure(f"cannot connect to {url}: {_reason(exc)}", kind="connect") from exc
-    except httpx.TimeoutException as exc:
-        raise TransportFailure(f"no data from {url} in time (idle timeout)", kind="timeout") from exc
-    except httpx.TransportError as exc:
-        raise TransportFailure(f"connection to {url} failed: {_reason(exc)}", kind="network") from exc
-
-
-class StreamingResponse:
+class StreamingResponse(Protocol):
     """Status, headers (lower-case keys) and the body as it arrives."""
+
+    url: str
+    status: int
+    headers: dict[str, str]
+
+    async def next_chunk(self) -> bytes:
+        """The next piece of the body; ``b""`` at its end."""
+
+    async def read(self) -> bytes:
+        """The rest of the body."""
+
+
+def _translated(url: str, exc: httpx.TransportError) -> TransportFailure:
+    if isinstance(exc, httpx.ConnectTimeout):
+        return TransportFailure(f"timed out connecting to {url}", kind="connect")
+    if isinstance(exc, httpx.ConnectError):
+        return TransportFailure(f"cannot connect to {url}: {failure_reason(exc)}", kind="connect")
+    if isinstance(exc, httpx.TimeoutException):
+        return TransportFailure(f"no data from {url} in time (idle timeout)", kind="timeout")
+    return TransportFailure(f"connection to {url} failed: {failure_reason(exc)}", kind="network")
+
+
+class _HttpxStreamingResponse:
+    """A streaming response read through httpx (the proxied path)."""
 
     def __init__(self, url: str, response: httpx.Response) -> None:
         self.url = url
         self.status = response.status_code
         self.headers = {k.lower(): v for k, v in response.headers.items()}
         self._response = response
-        self._chunks: AsyncIterator[bytes] | None = None
+        self._chunks = response.aiter_bytes()
 
     async def next_chunk(self) -> bytes:
-        """The next piece of the body; ``b""`` at its end."""
-        if self._chunks is None:
-            self._chunks = self._response.aiter_bytes()
-        with _translated(self.url):
-            try:
-                return await self._chunks.__anext__()
-            except StopAsyncIteration:
-                return b""
+        try:
+            return await self._chunks.__anext__()
+        except StopAsyncIteration:
+            return b""
+        except httpx.TransportError as exc:
+            raise _translated(self.url, exc) from exc
 
     async def read(self) -> bytes:
-        with _translated(self.url):
+        try:
             return await self._response.aread()
+        except httpx.TransportError as exc:
+            raise _translated(self.url, exc) from exc
 
     async def _close(self) -> None:
-        if self._chunks is not None:
-            await self._chunks.aclose()  # type: ignore[attr-defined]
+        await self._chunks.aclose()  # type: ignore[attr-defined]
 
 
 class HttpClient:
@@ -94,14 +83,34 @@ class HttpClient:
         timeout = httpx.Timeout(connect=connect_timeout_s, read=read_timeout_s, write=60.0, pool=60.0)
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
         self._client = httpx.AsyncClient(timeout=timeout, limits=limits)
+        self._pool = ConnectionPool(connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s, tls=httpx.create_ssl_context)
+        self._proxies = urllib.request.getproxies()  # read once, as httpx does
+
+    def _proxied(self, scheme: str, host: str) -> bool:
+        proxies = self._proxies
+        if not proxies or not (scheme in proxies or "all" in proxies):
+            return False
+        return not urllib.request.proxy_bypass_environment(host, proxies)
 
     @asynccontextmanager
     async def stream_post(self, url: str, content: bytes, headers: Mapping[str, str]) -> AsyncIterator[StreamingResponse]:
         """POST and hold the response open; it is closed on exit, break or cancellation."""
-        with _translated(url):
+        parts = urlsplit(url)
+        if parts.scheme in ("http", "https") and not self._proxied(parts.scheme, parts.hostname or ""):
+            async with self._pool.post(url, parts, content, headers) as response:
+                yield response
+            return
+        async with self._httpx_stream_post(url, content, headers) as proxied:
+            yield proxied
+
+    @asynccontextmanager
+    async def _httpx_stream_post(self, url: str, content: bytes, headers: Mapping[str, str]) -> AsyncIterator[StreamingResponse]:
+        try:
             request = self._client.build_request("POST", url, content=content, headers=dict(headers))
             response = await self._client.send(request, stream=True)
-        wrapped = StreamingResponse(url, response)
+        except httpx.TransportError as exc:
+            raise _translated(url, exc) from exc
+        wrapped = _HttpxStreamingResponse(url, response)
         try:
             yield wrapped
         finally:
@@ -112,9 +121,12 @@ class HttpClient:
 
     async def post(self, url: str, content: bytes, headers: Mapping[str, str]) -> tuple[int, dict[str, str], bytes]:
         """POST and read the whole answer: (status, lower-case headers, body)."""
-        with _translated(url):
+        try:
             response = await self._client.post(url, content=content, headers=dict(headers))
+        except httpx.TransportError as exc:
+            raise _translated(url, exc) from exc
         return response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content
 
     async def aclose(self) -> None:
+        await self._pool.aclose()
         await self._client.aclose()
