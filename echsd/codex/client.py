@@ -46,7 +46,7 @@ from echsd.codex.reducer import ResponseReducer
 from echsd.codex.request import ResponsesRequest
 from echsd.codex.retry import Backoff, RetryBudget
 from echsd.codex.shape import FALLBACK_INSTRUCTIONS, Fallbacks, request_body, strip_reasoning_items
-from echsd.codex.sse import SseDecoder
+from echsd.codex.sse import SseDecoder, SseTooLarge
 
 DRAIN_S = 1.0  # after response.completed, read the rest for this long so the connection is reused
 
@@ -136,6 +136,8 @@ class ResponsesClient:
                 error = _from_transport(exc, delivered)
             except ModelError as exc:
                 error = exc
+            except SseTooLarge as exc:
+                error = StreamBroken(f"malformed stream from {url}: {exc}")
             corrected = None if delivered else _corrected(error, payload, fallbacks)
             if corrected is not None:
                 fallbacks, notice = corrected

@@ -20,7 +20,7 @@ for the thread to show and remember; none of these is output:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import NamedTuple, Union
 
 from echsd.codex.ratelimits import RateLimits
 
@@ -33,15 +33,15 @@ class Usage:
     reasoning_tokens: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class TextDelta:
+# The deltas are named tuples: one is made per SSE event of a streaming reply, and a tuple
+# costs a fraction of a frozen dataclass. Compare them by type as well as fields.
+class TextDelta(NamedTuple):
     item_id: str
     output_index: int
     delta: str
 
 
-@dataclass(frozen=True, slots=True)
-class ReasoningDelta:
+class ReasoningDelta(NamedTuple):
     """Reasoning *summary* text (``response.reasoning_summary_text.delta``)."""
 
     item_id: str
@@ -49,8 +49,7 @@ class ReasoningDelta:
     delta: str
 
 
-@dataclass(frozen=True, slots=True)
-class ArgumentsDelta:
+class ArgumentsDelta(NamedTuple):
     """A piece of a function call's JSON arguments string."""
 
     item_id: str

@@ -34,6 +34,7 @@ from echsd.codex.sse import SseEvent
 from echsd.logs import get_logger
 
 log = get_logger(__name__)
+_new_text_delta = tuple.__new__  # a TextDelta without the Python-level __new__ of a named tuple
 
 # Output item types whose "id"/"status" must not be resent with store=false (as openai/codex does).
 _STRIP_ID = frozenset({"message", "reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
@@ -74,20 +75,25 @@ class ResponseReducer:
     def feed(self, sse: SseEvent) -> StreamEvent | None:
         if self.completed is not None:
             return None
-        data = sse.data.strip()
-        if data == b"[DONE]":
-            return None
         try:
-            event = orjson.loads(data)
+            event = orjson.loads(sse.data)  # the one parse of the event (whitespace around is fine)
         except orjson.JSONDecodeError:
             event = None
-        if not isinstance(event, dict):
-            self.skipped += 1
-            log.warning("skipped an SSE data line that is not a JSON object", sse_event=sse.event, data=_preview(data))
-            return None
+        if type(event) is not dict:
+            return self._skip(sse)
         kind = event.get("type") or sse.event
+        if kind == "response.output_text.delta":  # the hot path: most events are text deltas
+            item_id, index, delta = event.get("item_id", ""), event.get("output_index", 0), event.get("delta", "")
+            if type(item_id) is str and type(index) is int and type(delta) is str:
+                return _new_text_delta(TextDelta, (item_id, index, delta))
         handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
         return handler(self, event) if handler is not None else None
+
+    def _skip(self, sse: SseEvent) -> None:
+        data = sse.data.strip()
+        if data != b"[DONE]":
+            self.skipped += 1
+            log.warning("skipped an SSE data line that is not a JSON object", sse_event=sse.event, data=_preview(data))
 
     def finish(self) -> Completed:
         if self.completed is None:
