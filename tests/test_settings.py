@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -126,6 +127,33 @@ def test_store_and_node_id_from_flag_env_and_file(tmp_path: Path) -> None:
     assert "pw@" not in repr(settings)  # the URL may carry a password
     flagged = load_settings({"state_dir": str(state), "store": "sqlite:////var/x.db", "node_id": "n1"}, env)
     assert (flagged.store_url, flagged.node_id) == ("sqlite:////var/x.db", "n1")
+
+
+def test_store_file_and_url_precedence(tmp_path: Path) -> None:
+    """A URL or a file at each level (flag, env, config file), never both at one; the
+    higher level wins; a password is warned about only when it is on the command line."""
+    state = tmp_path / "state"
+    state.mkdir()
+    private = tmp_path / "url"
+    private.write_text("\n# comment\n  postgresql://u:pw@db/echs  \n")
+    private.chmod(0o600)
+    (state / "config.toml").write_text('store = "sqlite:///from-file.db"\n')
+    env = env_for(tmp_path, ECHS_STORE_FILE=str(private))
+    from_env = load_settings({"state_dir": str(state)}, env)
+    assert (from_env.store_url, from_env.warnings) == ("postgresql://u:pw@db/echs", ())
+    flagged = load_settings({"state_dir": str(state), "store": "postgresql://u:pw@db/echs"}, env)
+    assert len(flagged.warnings) == 1 and "pw" not in flagged.warnings[0].replace("password", "")
+    in_query = load_settings({"state_dir": str(state), "store": "postgresql://db/echs?password=pw"}, env_for(tmp_path))
+    assert len(in_query.warnings) == 1
+    assert load_settings({"state_dir": str(state), "store": "postgresql://u@db/echs"}, env).warnings == ()
+    for flags, environment, message in (
+        ({"store": "sqlite:///a.db", "store_file": str(private)}, {}, "give --store or --store-file, not both"),
+        ({}, {"ECHS_STORE": "sqlite:///a.db", "ECHS_STORE_FILE": str(private)}, "give ECHS_STORE or ECHS_STORE_FILE, not both"),
+        ({"store_file": str(tmp_path / "missing")}, {}, "cannot read the store file"),
+        ({"store_file": str(tmp_path)}, {}, "cannot read the store file"),
+    ):
+        with pytest.raises(SettingsError, match=re.escape(message)):
+            load_settings({"state_dir": str(state), **flags}, env_for(tmp_path, **environment))
 
 
 def test_serve_names_an_unreachable_store_in_one_line(tmp_path: Path) -> None:

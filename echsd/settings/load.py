@@ -25,13 +25,14 @@ from echsd.settings.provider import (
     codex_auth_has_tokens,
     codex_home,
     resolve_provider,
+    url_problem,
 )
 from echsd.settings.sections import SECTIONS, catalog_from
 from echsd.settings.sources import Sources, bool_setting, default_state_dir, listen_setting, read_config_file
-from echsd.settings.storage import SQLITE_SCHEME, default_node_id, parse_node_id, parse_store
+from echsd.settings.storage import default_node_id, parse_node_id, store_setting
 
 # Top-level keys that a flag or an environment variable may also set (see ``load_settings``).
-OPTION_KEYS = ("listen", "provider", "base_url", "model", "allow_remote", "unix_socket", "store", "node_id", "app_server")
+OPTION_KEYS = ("listen", "provider", "base_url", "model", "allow_remote", "unix_socket", "store", "store_file", "node_id", "app_server")
 
 
 def _sources(flags: Mapping[str, Any] | None, env: Mapping[str, str] | None) -> tuple[Sources, Path]:
@@ -53,7 +54,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
 
     ``flags`` holds only options given on the command line (None means not given):
     ``state_dir``, ``listen`` (list), ``provider``, ``base_url``, ``model``, ``allow_remote``,
-    ``unix_socket``, ``store``, ``node_id``, ``app_server`` (list).
+    ``unix_socket``, ``store``, ``store_file``, ``node_id``, ``app_server`` (list).
     """
     sources, state_dir = _sources(flags, env)
     env = sources.env
@@ -92,8 +93,9 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
     given = pick("base_url", "ECHS_BASE_URL")
     base_url: str | None
     if given is not None:
-        if not isinstance(given.value, str) or not given.value.startswith(("http://", "https://")):
-            raise given.invalid("base_url", "an http(s) URL")
+        problem = url_problem(given.value)
+        if problem is not None:
+            raise given.invalid("base_url", f"an http(s) URL ({problem})")
         base_url = given.value.rstrip("/")
     else:
         base_url = DEFAULT_BASE_URLS.get(provider)
@@ -113,10 +115,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
             raise given.invalid("model", f"a non-empty string of at most {MAX_MODEL_CHARS} characters")
     tables["catalog"].get(model)  # an unknown default model is announced once, at start
 
-    given = pick("store", "ECHS_STORE")
-    if given is not None and not isinstance(given.value, str):
-        raise given.invalid("store", "a URL (sqlite:///PATH or postgresql://...)")
-    store_url = parse_store(given.value if given is not None else f"{SQLITE_SCHEME}/{state_dir / 'echsd.db'}", state_dir)
+    store_url, warnings = store_setting(sources, state_dir)
     given = pick("node_id", "ECHS_NODE_ID")
     if given is not None and not isinstance(given.value, str):
         raise given.invalid("node_id", "a name")
@@ -137,5 +136,6 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
         app_server=app_server,
         store_url=store_url,
         node_id=node_id,
+        warnings=warnings,
         **tables,
     )

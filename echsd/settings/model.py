@@ -31,6 +31,7 @@ class Settings:
     app_server: tuple[ListenAddress, ...] = ()  # --app-server: Codex app-server protocol listeners
     store_url: str = field(repr=False, default="")  # sqlite:////abs/path or postgresql://...
     node_id: str = ""
+    warnings: tuple[str, ...] = ()  # said once at start (e.g. a password on the command line)
     # The file's tables (``sections.SECTIONS``):
     tuning: Tuning = field(default_factory=Tuning)
     catalog: ModelCatalog = field(default=None, repr=False, compare=False)  # type: ignore[assignment]

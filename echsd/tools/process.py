@@ -43,7 +43,7 @@ log = get_logger(__name__)
 
 READ_CHUNK = 65536
 PTY_ROWS, PTY_COLUMNS = 24, 80  # Codex's pty size
-SECRET_ENV = ("OPENAI_API_KEY", "ECHS_TOKEN")
+SECRET_ENV = ("OPENAI_API_KEY", "ECHS_TOKEN", "ECHS_STORE", "PGPASSWORD")  # never in a tool command's environment
 RECENT_LEADERS = 256  # process groups whose orphans are still recognised as ours
 # What Codex sets for its exec sessions: no colours, no pagers, a terminal nobody drives.
 COMMAND_ENV = {"NO_COLOR": "1", "TERM": "dumb", "COLORTERM": "", "PAGER": "cat", "GIT_PAGER": "cat", "GH_PAGER": "cat"}

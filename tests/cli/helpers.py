@@ -38,9 +38,11 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
 class Serve:
     """``echsd serve --provider mock`` on a state dir, as a subprocess; stderr is drained."""
 
-    def __init__(self, state_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, state_dir: Path, *extra: str, env: dict[str, str] | None = None, suite_store: bool = True) -> None:
+        """``suite_store`` False: the store is the test's to give (flags or ``env``)."""
         self.state_dir = state_dir
         self.extra = extra
+        self.suite_store = suite_store
         self.env = env or clean_env(state_dir.parent)
         self.lines: list[str] = []
         self.process: subprocess.Popen[str] | None = None
@@ -48,7 +50,7 @@ class Serve:
 
     def start(self) -> None:
         ready = threading.Event()
-        store = store_url_for(self.state_dir)
+        store = store_url_for(self.state_dir) if self.suite_store else None
         flags = ["--store", store] if store is not None else []
         command = [ECHSD, "serve", "--provider", "mock", "--state-dir", str(self.state_dir), *flags, *self.extra]
         self.process = process = subprocess.Popen(

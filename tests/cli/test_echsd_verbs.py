@@ -31,3 +31,20 @@ def test_token_says_when_it_creates_the_state_dir(tmp_path: Path) -> None:
     assert f"created {typo}: no daemon has used it yet" in created.stderr
     again = echsd(tmp_path, "token", "--state-dir", str(typo))
     assert again.stdout == created.stdout and again.stderr == ""
+
+
+def test_a_malformed_base_url_is_refused_in_one_line_by_serve_and_probe(tmp_path: Path) -> None:
+    for url, reason in (
+        ("http://127.0.0.1:abc/v1", "port 'abc' is not a number"),
+        ("http://127.0.0.1:70000/v1", "port 70000 is out of range"),
+        ("http:///v1", "it has no host"),
+        ("http://[::1/v1", "not a valid URL"),
+        ("ftp://example.com/v1", "http:// or https://"),
+    ):
+        for verb in ("serve", "probe"):
+            result = echsd(tmp_path, verb, "--state-dir", str(tmp_path / "state"), "--provider", "openai", "--base-url", url)
+            assert result.returncode == 2, (verb, url, result.stderr)
+            (line,) = result.stderr.splitlines()
+            assert line.startswith("echsd: invalid setting 'base_url' from --base-url: expected an http(s) URL (")
+            assert reason in line and line.endswith(f"(got {url!r})"), (verb, line)
+            assert "Traceback" not in result.stderr and not (tmp_path / "state" / "echsd.sock").exists()
