@@ -45,6 +45,9 @@ SHUTDOWN_BUDGET_S = 10.0  # the contract's promise, from the signal to the exit
 EXIT_RESERVE_S = 2.0  # of it, kept for what follows the drain (closing, Python's exit): ~1 s under load
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
 @dataclass
 class Daemon:
     settings: Settings
@@ -120,7 +123,7 @@ class Daemon:
                 await root.start(server.serve, WireContext(self.service, self.hub, store, settings, boards, self.peers))
                 await root.start(app_server.serve, self.service, self.hub)
                 if handle_signals:
-                    root.start_soon(self._watch_signals)
+                    await root.start(self._watch_signals)  # before "ready": a stop right after it is graceful
                 log.info(
                     "echsd ready",
                     provider=settings.provider,
@@ -176,8 +179,11 @@ class Daemon:
         await root.start(mock.serve)
         return str(mock.base_url)
 
-    async def _watch_signals(self) -> None:
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    async def _watch_signals(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """SIGTERM, SIGINT and SIGHUP (the terminal of ``make run`` closed, an ssh session
+        dropped) all stop the daemon gracefully."""
+        with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
+            task_status.started()
             async for signum in signals:
                 log.info("signal received", signal=signal.Signals(signum).name)
                 self.request_stop()

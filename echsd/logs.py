@@ -87,9 +87,30 @@ def configure(level: str | None = None, fmt: str | None = None, stream: Any = No
             _scrub_rendered,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        logger_factory=structlog.PrintLoggerFactory(file=_Unfailing(stream)),
         cache_logger_on_first_use=False,
     )
+
+
+class _Unfailing:
+    """A log stream whose failures are dropped: once the terminal of ``make run`` is gone
+    (SIGHUP; writes then fail with EIO) or a pipe reader left, the daemon must still stop
+    gracefully instead of dying on its next log line."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> None:
+        try:
+            self._stream.write(text)
+        except (OSError, ValueError):  # ValueError: the stream was closed
+            pass
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (OSError, ValueError):
+            pass
 
 
 def _noop(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""``echsd serve``: run the daemon in the foreground until SIGTERM/SIGINT."""
+"""``echsd serve``: run the daemon in the foreground until SIGTERM, SIGINT or SIGHUP."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from echsd.cli.options import settings_from_flags, settings_options
 def serve(log_level: str | None, log_format: str | None, **flags: Any) -> None:
     """Run the daemon in the foreground.
 
-    SIGTERM or SIGINT stops it gracefully: running turns are interrupted and saved.
+    SIGTERM, SIGINT or SIGHUP stops it gracefully: running turns are interrupted and saved.
     """
     from echsd import logs
 
