@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from dataclasses import dataclass
 
 COMMAND_NAMES = ("apply_patch", "applypatch")
@@ -58,35 +57,42 @@ def _heredoc_form(script: str) -> ShellPatch | None:
     head = _HEREDOC_COMMAND.match(script)
     if head is None:
         return None
-    delimiter = head.group("delimiter")
-    body_lines: list[str] = []
-    rest = script[head.end() :].split("\n")
-    for index, line in enumerate(rest):
-        candidate = line.rstrip("\r")
-        if head.group("dash"):
-            candidate = candidate.lstrip("\t")
-        if candidate.rstrip() == delimiter:
-            if any(after.strip() for after in rest[index + 1 :]):
-                return None
-            break
-        body_lines.append(candidate)
-    else:
+    dash = bool(head.group("dash"))
+    closing = re.compile(rf"^{_TABS if dash else ''}{re.escape(head.group('delimiter'))}{_BLANKS_IN_LINE}$", re.MULTILINE)
+    found = closing.search(script, head.end())
+    if found is None:
         return None  # no closing delimiter line: not the form Codex takes either
+    if script[found.end() :].strip():
+        return None  # something runs after the patch
+    body = _CR_AT_LINE_END.sub("", script[head.end() : found.start()])
+    if dash:
+        body = _LEADING_TABS.sub("", body)
     workdir = head.group("dir")
     if workdir is not None and workdir[:1] in ("'", '"'):
         workdir = workdir[1:-1]
-    return ShellPatch("\n".join(body_lines).rstrip("\n"), workdir)
+    return ShellPatch(body.rstrip("\n"), workdir)
+
+
+# Whole-text regexes instead of a loop over lines: a patch of 100,000 lines is scanned in C.
+_TABS = r"\t*"
+_BLANKS_IN_LINE = r"[^\S\n]*"  # what str.rstrip() would strip from a line
+_CR_AT_LINE_END = re.compile(r"\r+(?=\n|\Z)")
+_LEADING_TABS = re.compile(r"^\t+", re.MULTILINE)
 
 
 def _argument_form(script: str) -> ShellPatch | None:
-    words = _split(script)
+    if _first_word(script) not in COMMAND_NAMES:
+        return None
+    words = split_words(script, limit=2)
     if words is None or len(words) != 2 or words[0] not in COMMAND_NAMES:
         return None
     return ShellPatch(words[1], None)
 
 
 def _shell_script(cmd: str) -> str | None:
-    words = _split(cmd)
+    if os.path.basename(_first_word(cmd)) not in SHELLS:
+        return None
+    words = split_words(cmd, limit=3)
     if words is None or len(words) != 3:
         return None
     shell, flag, script = words
@@ -95,8 +101,55 @@ def _shell_script(cmd: str) -> str | None:
     return script
 
 
-def _split(text: str) -> list[str] | None:
-    try:
-        return shlex.split(text, comments=False, posix=True)
-    except ValueError:  # unbalanced quotes: not a command we could take apart
-        return None
+def _first_word(text: str) -> str:
+    """The leading run of non-blank characters (cheap: decides whether splitting is worth it)."""
+    head = _LEADING_WORD.match(text)
+    return head.group(1) if head else ""
+
+
+_BLANKS = " \t\r\n"  # shlex's whitespace
+_LEADING_WORD = re.compile(rf"[{_BLANKS}]*([^{_BLANKS}]{{1,64}})")
+_PIECE = re.compile(
+    rf"""(?P<blank>[{_BLANKS}]+)
+    |(?P<plain>[^{_BLANKS}'"\\]+)
+    |'(?P<single>[^']*)'
+    |"(?P<double>[^"\\]*(?:\\.[^"\\]*)*)"
+    |\\(?P<escaped>.)""",
+    re.VERBOSE | re.DOTALL,
+)
+_DOUBLE_QUOTED_ESCAPE = re.compile(r'\\(["\\])')
+
+
+def split_words(text: str, *, limit: int) -> list[str] | None:
+    """Split ``text`` into words as POSIX ``shlex.split`` does (no comments), in linear time.
+
+    ``shlex`` grows each word one character at a time, quadratic in a long word (a model's
+    one-line base64 blob took seconds). Here each quoted or plain run is one regex match.
+    None for unbalanced quotes or a trailing backslash; stops early past ``limit`` words
+    (then ``limit + 1`` words are returned, the last incomplete).
+    """
+    words: list[str] = []
+    pieces: list[str] = []
+    in_word = False
+    position, end = 0, len(text)
+    while position < end:
+        match = _PIECE.match(text, position)
+        if match is None:  # an unbalanced quote or a lone trailing backslash
+            return None
+        position = match.end()
+        kind = match.lastgroup
+        if kind == "blank":
+            if in_word:
+                words.append("".join(pieces))
+                pieces, in_word = [], False
+                if len(words) > limit:
+                    return words
+            continue
+        in_word = True
+        if kind == "double":
+            pieces.append(_DOUBLE_QUOTED_ESCAPE.sub(r"\1", match.group(kind)))
+        else:
+            pieces.append(match.group(kind))
+    if in_word:
+        words.append("".join(pieces))
+    return words
