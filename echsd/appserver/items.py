@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from echsd.tools.apply_patch.model import AddFile, DeleteFile, PatchError, UpdateFile
 from echsd.tools.apply_patch.parser import parse_patch
@@ -196,17 +197,61 @@ def tool_call(call_id: str, name: str, arguments: Any, cwd: str) -> ToolCall | N
     if name == "view_image" and isinstance(args.get("path"), str):
         return ToolCall(call_id, "imageView", name, arguments, _join(cwd, args["path"]))
     if name == "exec_command" and isinstance(args.get("cmd"), str):
-        command = args["cmd"]
         workdir = _join(cwd, args["workdir"]) if isinstance(args.get("workdir"), str) else cwd
-        shell_patch = recognise_shell_patch(command)
-        if shell_patch is not None:
-            base = _join(workdir, shell_patch.workdir) if shell_patch.workdir else workdir
-            return ToolCall(call_id, "fileChange", name, arguments, base, changes=patch_changes(shell_patch.patch, base))
-        return ToolCall(call_id, "commandExecution", name, arguments, workdir, command=shlex.join(["bash", "-c", command]), script=command)
+        kind, where, changes, command = _described_command(args["cmd"], workdir)
+        return ToolCall(call_id, kind, name, arguments, where, command=command, script=args["cmd"], changes=changes)
     if name == "apply_patch":
         text = args.get("input") if isinstance(args.get("input"), str) else arguments if isinstance(arguments, str) else ""
-        return ToolCall(call_id, "fileChange", name, arguments, cwd, changes=patch_changes(text, cwd))
+        return ToolCall(call_id, "fileChange", name, arguments, cwd, changes=_described_patch(text, cwd))
     return ToolCall(call_id, "dynamicToolCall", name, arguments, cwd)
+
+
+class _Memo:
+    """The last descriptions of calls, bounded in entries and in their keys' characters.
+
+    Every app-server connection watching a thread describes each of its calls from the same
+    event (the same strings), and ``thread/read`` describes them again: a command or patch
+    of megabytes is read once, not once per watcher and read."""
+
+    def __init__(self, entries: int = 256, chars: int = 32 * 1024 * 1024) -> None:
+        self._entries, self._chars = entries, chars
+        self._held = 0
+        self._values: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+
+    def get(self, key: tuple[str, str, str], compute: Callable[[], Any]) -> Any:
+        if key in self._values:
+            self._values.move_to_end(key)
+            return self._values[key]
+        value = compute()
+        self._values[key] = value
+        self._held += len(key[1])
+        while len(self._values) > self._entries or (self._held > self._chars and len(self._values) > 1):
+            old, _ = self._values.popitem(last=False)
+            self._held -= len(old[1])
+        return value
+
+
+_MEMO = _Memo()
+
+
+def _described_command(command: str, workdir: str) -> tuple[str, str, list[dict[str, Any]], str]:
+    """(kind, where, changes, quoted command) of an ``exec_command``; a shell ``apply_patch``
+    is a fileChange."""
+
+    def describe() -> tuple[str, str, list[dict[str, Any]], str]:
+        shell_patch = recognise_shell_patch(command)
+        if shell_patch is None:
+            return "commandExecution", workdir, [], shlex.join(["bash", "-c", command])
+        base = _join(workdir, shell_patch.workdir) if shell_patch.workdir else workdir
+        return "fileChange", base, patch_changes(shell_patch.patch, base), ""
+
+    result: tuple[str, str, list[dict[str, Any]], str] = _MEMO.get(("exec_command", command, workdir), describe)
+    return result
+
+
+def _described_patch(text: str, cwd: str) -> list[dict[str, Any]]:
+    changes: list[dict[str, Any]] = _MEMO.get(("apply_patch", text, cwd), lambda: patch_changes(text, cwd))
+    return changes
 
 
 def patch_changes(text: str, cwd: str) -> list[dict[str, Any]]:
