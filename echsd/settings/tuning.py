@@ -38,6 +38,7 @@ class Tuning:
     stream_idle_timeout_s: float = _knob(300.0, 1.0, DAY_S)
     max_retries: int = _knob(5, 0, 100)
     tool_timeout_s: float = _knob(600.0, 1.0, 7 * DAY_S)
+    tool_argument_bytes: int = _knob(4 * MIB, 64 * 1024, 256 * MIB)  # one call's arguments; past it the call is refused
     approval_timeout_s: float = _knob(600.0, 0.1, 7 * DAY_S)  # an unanswered approval request is denied after this
     max_message_bytes: int = _knob(16 * MIB, 64 * 1024, 256 * MIB)  # wire frame limit, both ways (the client takes 256 MiB)
     client_queue_events: int = _knob(10_000, 100, 10**7)  # per-connection backlog before events.gap

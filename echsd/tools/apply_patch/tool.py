@@ -20,7 +20,7 @@ from echsd.tools.apply_patch.apply import PatchOutcome, apply_patch
 from echsd.tools.apply_patch.definitions import FUNCTION_DESCRIPTION, FUNCTION_PARAMETERS, TOOL_NAME, freeform_definition
 from echsd.tools.apply_patch.disk import DiskView
 from echsd.tools.apply_patch.model import PatchError
-from echsd.tools.apply_patch.shell import recognise_shell_patch
+from echsd.tools.apply_patch.shell import ShellPatch, recognise_shell_patch
 from echsd.tools.base import ToolContext, ToolError, ToolResult, ToolSpec
 from echsd.tools.truncate import DEFAULT_MAX_CHARS, truncate_middle
 
@@ -50,14 +50,16 @@ class ApplyPatchTool:
             raise ToolError("apply_patch needs the patch text as a string in 'input'")
         return await self._apply(patch, ctx.cwd, ctx.writes)
 
-    async def intercept_exec_command(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult | None:
+    async def intercept_exec_command(self, args: dict[str, Any], ctx: ToolContext, found: ShellPatch | None = None) -> ToolResult | None:
         """Apply the patch if this ``exec_command`` call is an apply_patch invocation, else None.
 
         ``args`` are exec_command's checked arguments; paths resolve against its
-        ``workdir`` (if any) and then the ``cd DIR`` of the command (if any).
+        ``workdir`` (if any) and then the ``cd DIR`` of the command (if any). ``found``:
+        the command already recognised (by the caller, off the event loop).
         """
         command = args.get("cmd")
-        found = recognise_shell_patch(command) if isinstance(command, str) else None
+        if found is None and isinstance(command, str):
+            found = recognise_shell_patch(command)
         if found is None:
             return None
         cwd = ctx.cwd
