@@ -8,6 +8,7 @@ store writer so all of it is on disk, then cancel what is left.
 
 from __future__ import annotations
 
+import os
 import signal
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -93,10 +94,10 @@ class Daemon:
             async with trio.open_nursery() as root:
                 await root.start(store.writer.run)
                 await root.start(store.run_background)
-                self.base_url = settings.base_url
+                self.base_url, mock_socket = settings.base_url, None
                 if settings.provider == "mock":
-                    self.base_url = await self._start_mock(root)
-                endpoint = settings.endpoint(self.base_url)
+                    self.base_url, mock_socket = await self._start_mock(root)
+                endpoint = settings.endpoint(self.base_url, mock_socket)
                 client = ResponsesClient(
                     endpoint,
                     catalog=settings.catalog,
@@ -171,13 +172,17 @@ class Daemon:
         cluster.attach(supervisor)
         return cluster
 
-    async def _start_mock(self, root: trio.Nursery) -> str:
+    async def _start_mock(self, root: trio.Nursery) -> tuple[str, str]:
+        """The built-in mock on a unix socket in the (0700) state dir: no other local user
+        can reach it, and it opens no network port. Returns its URL and socket path."""
         from echsd.codex.mock import MockUpstream
 
         log.warning("no model credentials found: using the built-in mock model (provider=mock)")
-        mock = MockUpstream()
+        os.chmod(self.settings.state_dir, 0o700)
+        mock = MockUpstream(unix_socket=self.settings.state_dir / "mock.sock")
         await root.start(mock.serve)
-        return str(mock.base_url)
+        assert mock.unix_socket is not None
+        return mock.base_url, str(mock.unix_socket)
 
     async def _watch_signals(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """SIGTERM, SIGINT and SIGHUP (the terminal of ``make run`` closed, an ssh session

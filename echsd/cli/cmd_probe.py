@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import click
@@ -101,14 +103,15 @@ def _report(info: ModelInfo, request: ResponsesRequest) -> None:
 
 async def _probe(settings: Settings, request: ResponsesRequest) -> str | None:
     if settings.provider == "mock":
-        async with open_mock_upstream() as mock:
-            return await _ask(settings, mock.base_url, request)
-    return await _ask(settings, None, request)
+        with tempfile.TemporaryDirectory(prefix="echsd-probe-") as private:  # mode 0700
+            async with open_mock_upstream(unix_socket=Path(private) / "mock.sock") as mock:
+                return await _ask(settings, request, mock.base_url, str(mock.unix_socket))
+    return await _ask(settings, request)
 
 
-async def _ask(settings: Settings, base_url: str | None, request: ResponsesRequest) -> str | None:
+async def _ask(settings: Settings, request: ResponsesRequest, base_url: str | None = None, unix_socket: str | None = None) -> str | None:
     """Stream one reply to stdout; the failure reason, or None on success."""
-    endpoint = settings.endpoint(base_url)
+    endpoint = settings.endpoint(base_url, unix_socket)
     client = ResponsesClient(
         endpoint,
         catalog=settings.catalog,

@@ -68,7 +68,7 @@ class ResponsesClient:
         self.memory = memory or EndpointMemory(endpoint.base_url)
         self.max_retries = max_retries
         self._backoff = backoff or Backoff()
-        self._http = HttpClient(connect_timeout_s=connect_timeout_s, read_timeout_s=idle_timeout_s)
+        self._http = HttpClient(connect_timeout_s=connect_timeout_s, read_timeout_s=idle_timeout_s, unix_socket=endpoint.unix_socket)
 
     def retry_budget(self) -> RetryBudget:
         """A fresh budget for one logical model request (keep it across re-requests)."""

@@ -34,6 +34,7 @@ class Endpoint:
     auth: Auth = field(default_factory=NoAuth)
     headers: dict[str, str] = field(default_factory=dict)  # sent with every request
     provider: str = "openai"  # codex: the ChatGPT backend (no stored responses, its own model list)
+    unix_socket: str | None = None  # connect there instead of the URL's host (the built-in mock)
 
     @property
     def stores_responses(self) -> bool:
@@ -94,16 +95,17 @@ def make_endpoint(
     api_key: str | None = None,
     organization: str | None = None,
     project: str | None = None,
+    unix_socket: str | None = None,
 ) -> Endpoint:
     """The endpoint of a provider (``codex``, ``openai`` or ``mock``) at ``base_url``.
 
-    For ``mock`` the caller passes the URL of the mock upstream it started.
+    For ``mock`` the caller passes the URL and unix socket of the mock upstream it started.
     """
     if not base_url:
         raise ValueError(f"provider {provider!r} needs a base URL")
     headers = provider_headers(provider, organization, project)
     if provider == "codex":
-        return Endpoint(base_url, CodexAuth(codex_home), headers, provider)
+        return Endpoint(base_url, CodexAuth(codex_home), headers, provider, unix_socket)
     if provider == "openai" and api_key:
-        return Endpoint(base_url, ApiKeyAuth(api_key), headers, provider)
-    return Endpoint(base_url, NoAuth(), headers, provider)
+        return Endpoint(base_url, ApiKeyAuth(api_key), headers, provider, unix_socket)
+    return Endpoint(base_url, NoAuth(), headers, provider, unix_socket)

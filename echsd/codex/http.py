@@ -79,16 +79,21 @@ class _HttpxStreamingResponse:
 
 
 class HttpClient:
-    def __init__(self, *, connect_timeout_s: float, read_timeout_s: float) -> None:
+    def __init__(self, *, connect_timeout_s: float, read_timeout_s: float, unix_socket: str | None = None) -> None:
+        """``unix_socket``: connect there whatever the URL's host (the daemon's built-in mock)."""
         timeout = httpx.Timeout(connect=connect_timeout_s, read=read_timeout_s, write=60.0, pool=60.0)
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
-        self._client = httpx.AsyncClient(timeout=timeout, limits=limits)
-        self._pool = ConnectionPool(connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s, tls=httpx.create_ssl_context)
+        transport = httpx.AsyncHTTPTransport(uds=unix_socket, limits=limits) if unix_socket else None
+        self._client = httpx.AsyncClient(timeout=timeout, limits=limits, transport=transport)
+        self._pool = ConnectionPool(
+            connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s, tls=httpx.create_ssl_context, unix_socket=unix_socket
+        )
+        self._unix_socket = unix_socket
         self._proxies = urllib.request.getproxies()  # read once, as httpx does
 
     def _proxied(self, scheme: str, host: str) -> bool:
         proxies = self._proxies
-        if not proxies or not (scheme in proxies or "all" in proxies):
+        if self._unix_socket or not proxies or not (scheme in proxies or "all" in proxies):
             return False
         return not urllib.request.proxy_bypass_environment(host, proxies)
 

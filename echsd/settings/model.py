@@ -54,8 +54,9 @@ class Settings:
     def config_path(self) -> Path:
         return self.state_dir / "config.toml"
 
-    def endpoint(self, base_url: str | None = None) -> Endpoint:
-        """The provider's endpoint; ``base_url`` overrides the URL (the in-process mock's)."""
+    def endpoint(self, base_url: str | None = None, unix_socket: str | None = None) -> Endpoint:
+        """The provider's endpoint; ``base_url`` overrides the URL (the in-process mock's,
+        reached through ``unix_socket``)."""
         from echsd.codex.endpoint import make_endpoint  # the codex package only where a client is made
 
         return make_endpoint(
@@ -65,4 +66,5 @@ class Settings:
             api_key=self.openai_api_key,
             organization=self.openai_organization,
             project=self.openai_project,
+            unix_socket=unix_socket,
         )
