@@ -58,13 +58,14 @@ def _heredoc_form(script: str) -> ShellPatch | None:
     if head is None:
         return None
     dash = bool(head.group("dash"))
-    closing = re.compile(rf"^{_TABS if dash else ''}{re.escape(head.group('delimiter'))}{_BLANKS_IN_LINE}$", re.MULTILINE)
-    found = closing.search(script, head.end())
-    if found is None:
+    closing = _closing_line(script, head.end(), head.group("delimiter"), dash)
+    if closing is None:
         return None  # no closing delimiter line: not the form Codex takes either
-    if script[found.end() :].strip():
+    if script[closing[1] :].strip():
         return None  # something runs after the patch
-    body = _CR_AT_LINE_END.sub("", script[head.end() : found.start()])
+    body = script[head.end() : closing[0]]
+    if "\r" in body:
+        body = _CR_AT_LINE_END.sub("", body)
     if dash:
         body = _LEADING_TABS.sub("", body)
     workdir = head.group("dir")
@@ -73,9 +74,23 @@ def _heredoc_form(script: str) -> ShellPatch | None:
     return ShellPatch(body.rstrip("\n"), workdir)
 
 
-# Whole-text regexes instead of a loop over lines: a patch of 100,000 lines is scanned in C.
-_TABS = r"\t*"
-_BLANKS_IN_LINE = r"[^\S\n]*"  # what str.rstrip() would strip from a line
+def _closing_line(script: str, start: int, delimiter: str, dash: bool) -> tuple[int, int] | None:
+    """Where the first line from ``start`` that closes the heredoc starts and ends: the
+    delimiter (after tabs, with ``<<-``) and nothing but blanks. Found with ``str.find``
+    (C, not a Python loop over 100,000 lines); each line is looked at once at most."""
+    position = start
+    while (found := script.find(delimiter, position)) >= 0:
+        line_start = max(start, script.rfind("\n", start, found) + 1)
+        line_end = script.find("\n", found)
+        line_end = len(script) if line_end < 0 else line_end
+        indent = script[line_start:found]
+        if (not indent or (dash and not indent.strip("\t"))) and not script[found + len(delimiter) : line_end].strip():
+            return line_start, line_end
+        position = line_end + 1  # at most one place per line can hold the delimiter
+    return None
+
+
+# Whole-text operations instead of a loop over lines: a patch of 100,000 lines is read in C.
 _CR_AT_LINE_END = re.compile(r"\r+(?=\n|\Z)")
 _LEADING_TABS = re.compile(r"^\t+", re.MULTILINE)
 
