@@ -15,15 +15,10 @@ process exits or is killed (see ``sessions``).
 
 from __future__ import annotations
 
-import os
-import shlex
-from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-from echsd.tools.apply_patch.model import AddFile, DeleteFile, PatchError, UpdateFile
-from echsd.tools.apply_patch.parser import parse_patch
-from echsd.tools.apply_patch.shell import recognise_shell_patch
+from echsd.appserver.described import described_command, described_patch, join_path
 
 OUTPUT_MARKER = "\nOutput:\n"  # exec_command's result text: status lines, then the output
 SHOWN_OTHERWISE = frozenset({"update_plan", "write_stdin"})  # a plan update; a session's interaction
@@ -195,102 +190,13 @@ def tool_call(call_id: str, name: str, arguments: Any, cwd: str) -> ToolCall | N
         return None
     args = arguments if isinstance(arguments, dict) else {}
     if name == "view_image" and isinstance(args.get("path"), str):
-        return ToolCall(call_id, "imageView", name, arguments, _join(cwd, args["path"]))
+        return ToolCall(call_id, "imageView", name, arguments, join_path(cwd, args["path"]))
     if name == "exec_command" and isinstance(args.get("cmd"), str):
-        workdir = _join(cwd, args["workdir"]) if isinstance(args.get("workdir"), str) else cwd
-        kind, where, changes, command = _described_command(args["cmd"], workdir)
+        workdir = join_path(cwd, args["workdir"]) if isinstance(args.get("workdir"), str) else cwd
+        kind, where, changes, command = described_command(args["cmd"], workdir)
         return ToolCall(call_id, kind, name, arguments, where, command=command, script=args["cmd"], changes=changes)
     if name == "apply_patch":
         text = args.get("input") if isinstance(args.get("input"), str) else arguments if isinstance(arguments, str) else ""
-        return ToolCall(call_id, "fileChange", name, arguments, cwd, changes=_described_patch(text, cwd))
+        return ToolCall(call_id, "fileChange", name, arguments, cwd, changes=described_patch(text, cwd))
     return ToolCall(call_id, "dynamicToolCall", name, arguments, cwd)
 
-
-class _Memo:
-    """The last descriptions of calls, bounded in entries and in their keys' characters.
-
-    Every app-server connection watching a thread describes each of its calls from the same
-    event (the same strings), and ``thread/read`` describes them again: a command or patch
-    of megabytes is read once, not once per watcher and read."""
-
-    def __init__(self, entries: int = 256, chars: int = 32 * 1024 * 1024) -> None:
-        self._entries, self._chars = entries, chars
-        self._held = 0
-        self._values: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
-
-    def get(self, key: tuple[str, str, str], compute: Callable[[], Any]) -> Any:
-        if key in self._values:
-            self._values.move_to_end(key)
-            return self._values[key]
-        value = compute()
-        self._values[key] = value
-        self._held += len(key[1])
-        while len(self._values) > self._entries or (self._held > self._chars and len(self._values) > 1):
-            old, _ = self._values.popitem(last=False)
-            self._held -= len(old[1])
-        return value
-
-
-_MEMO = _Memo()
-
-
-def _described_command(command: str, workdir: str) -> tuple[str, str, list[dict[str, Any]], str]:
-    """(kind, where, changes, quoted command) of an ``exec_command``; a shell ``apply_patch``
-    is a fileChange."""
-
-    def describe() -> tuple[str, str, list[dict[str, Any]], str]:
-        shell_patch = recognise_shell_patch(command)
-        if shell_patch is None:
-            return "commandExecution", workdir, [], shlex.join(["bash", "-c", command])
-        base = _join(workdir, shell_patch.workdir) if shell_patch.workdir else workdir
-        return "fileChange", base, patch_changes(shell_patch.patch, base), ""
-
-    result: tuple[str, str, list[dict[str, Any]], str] = _MEMO.get(("exec_command", command, workdir), describe)
-    return result
-
-
-def _described_patch(text: str, cwd: str) -> list[dict[str, Any]]:
-    changes: list[dict[str, Any]] = _MEMO.get(("apply_patch", text, cwd), lambda: patch_changes(text, cwd))
-    return changes
-
-
-def patch_changes(text: str, cwd: str) -> list[dict[str, Any]]:
-    """The files a patch touches, as ``FileUpdateChange`` objects; [] if it does not parse."""
-    try:
-        patch = parse_patch(text)
-    except PatchError:
-        return []
-    changes: list[dict[str, Any]] = []
-    for op in patch.operations:
-        path = _join(cwd, op.path)
-        if isinstance(op, AddFile):
-            changes.append({"path": path, "kind": {"type": "add"}, "diff": op.content})
-        elif isinstance(op, DeleteFile):
-            changes.append({"path": path, "kind": {"type": "delete"}, "diff": ""})
-        elif isinstance(op, UpdateFile):
-            move = _join(cwd, op.move_to) if op.move_to else None
-            changes.append({"path": path, "kind": {"type": "update", "move_path": move}, "diff": _update_diff(op)})
-    return changes
-
-
-def _update_diff(op: UpdateFile) -> str:
-    """A unified-diff body of an Update's chunks (context, removed and added lines)."""
-    lines: list[str] = []
-    for chunk in op.chunks:
-        lines.append("@@ " + " ".join(chunk.anchors) if chunk.anchors else "@@")
-        old, added = 0, []
-        for new_line, context in zip(chunk.new_lines, chunk.context_of):
-            if context is None:
-                added.append("+" + new_line)
-                continue
-            lines.extend("-" + removed for removed in chunk.old_lines[old:context])
-            lines.extend(added)
-            lines.append(" " + new_line)
-            old, added = context + 1, []
-        lines.extend("-" + removed for removed in chunk.old_lines[old:])
-        lines.extend(added)
-    return "\n".join(lines) + "\n" if lines else ""
-
-
-def _join(base: str, path: str) -> str:
-    return os.path.normpath(os.path.join(base, os.path.expanduser(path)))

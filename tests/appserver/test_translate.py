@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from echsd.appserver import items
+from echsd.appserver import described, items
 from echsd.appserver.translate import ApprovalEnded, AskApproval, Notify
 from tests.appserver.eventlog import THREAD, UUID, Log, created, methods, run
 
@@ -130,11 +130,23 @@ def test_history_keeps_every_turn() -> None:
 
 def test_patch_changes_name_every_file() -> None:
     patch = "*** Begin Patch\n*** Delete File: gone.txt\n*** Update File: a.py\n*** Move to: b/c.py\n@@ def f\n-x\n+y\n*** End Patch"
-    assert items.patch_changes(patch, "/w") == [
+    assert described.patch_changes(patch, "/w") == [
         {"path": "/w/gone.txt", "kind": {"type": "delete"}, "diff": ""},
         {"path": "/w/a.py", "kind": {"type": "update", "move_path": "/w/b/c.py"}, "diff": "@@ def f\n-x\n+y\n"},
     ]
-    assert items.patch_changes("not a patch", "/w") == []
+    assert described.patch_changes("not a patch", "/w") == []
+
+
+def test_a_huge_patch_lists_its_files_without_parsing() -> None:
+    """Past 1 MiB a patch is not parsed on the event loop: its files are listed, no diffs."""
+    body = "".join(f"+line {n}\n" for n in range(200_000))
+    patch = f"*** Begin Patch\n*** Add File: big.txt\n{body}*** Update File: a.py\n*** Move to: b.py\n@@\n-x\n+y\n*** Delete File: c\n*** End Patch"
+    assert len(patch) > described.FULLY_DESCRIBED_CHARS
+    assert described.patch_changes(patch, "/w") == [
+        {"path": "/w/big.txt", "kind": {"type": "add"}, "diff": ""},
+        {"path": "/w/a.py", "kind": {"type": "update", "move_path": "/w/b.py"}, "diff": ""},
+        {"path": "/w/c", "kind": {"type": "delete"}, "diff": ""},
+    ]
 
 
 def test_plans_rate_limits_and_images() -> None:
