@@ -35,6 +35,7 @@ class AgentType:
     reasoning: str | None = None  # None: the parent's (or the model's default if it does not fit)
     instructions: str | None = None  # None: SUBAGENT_INSTRUCTIONS
     tools: tuple[str, ...] | None = None  # None: the parent's (a child never gets more than its parent)
+    mcp_servers: tuple[str, ...] | None = None  # None: the parent's MCP servers (never more than those)
 
 
 SHIPPED: dict[str, AgentType] = {
@@ -49,7 +50,7 @@ SHIPPED: dict[str, AgentType] = {
 }
 
 
-FIELDS = ("description", "model", "reasoning", "instructions", "tools")  # of an [agent_types.NAME] table
+FIELDS = ("description", "model", "reasoning", "instructions", "tools", "mcp_servers")  # of an [agent_types.NAME] table
 
 
 class AgentTypeError(ValueError):
@@ -73,9 +74,10 @@ def load_agent_types(table: Any, where: str) -> dict[str, AgentType]:
                 if not isinstance(value, str) or not value.strip():
                     raise AgentTypeError(f"invalid setting 'agent_types.{name}.{key}' in {where}: expected a non-empty string")
                 values[key] = value
-            elif key == "tools":
+            elif key in ("tools", "mcp_servers"):
                 if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-                    raise AgentTypeError(f"invalid setting 'agent_types.{name}.tools' in {where}: expected a list of tool names")
+                    what = "tool names" if key == "tools" else "MCP server names"
+                    raise AgentTypeError(f"invalid setting 'agent_types.{name}.{key}' in {where}: expected a list of {what}")
                 values[key] = tuple(value)
             else:
                 raise AgentTypeError(f"unknown setting 'agent_types.{name}.{key}' in {where}; known: {', '.join(FIELDS)}")

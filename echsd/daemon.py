@@ -23,6 +23,7 @@ from echsd.codex import ResponsesClient
 from echsd.codex.endpoint_memory import FILE_NAME as MEMORY_FILE
 from echsd.codex.endpoint_memory import EndpointMemory
 from echsd.logs import get_logger
+from echsd.mcp.servers import McpServers
 from echsd.service.sdnotify import Notifier
 from echsd.settings import Settings
 from echsd.store import Store
@@ -61,6 +62,7 @@ class Daemon:
     server: WireServer | None = None
     app_server: AppServer | None = None  # the Codex app-server protocol listeners (--app-server)
     cluster: ClusterNode | None = None  # one node of several sharing a PostgreSQL store
+    mcp: McpServers | None = None  # the MCP servers of config.toml, shared by the threads
     base_url: str | None = None
     _stop: trio.Event = field(default_factory=trio.Event)
     _stopped: trio.Event = field(default_factory=trio.Event)
@@ -111,15 +113,17 @@ class Daemon:
                 await board.load()
                 agent_types = settings.agent_types or SHIPPED
                 tools = builtin_tools(agent_types) | {tool.spec.name: tool for tool in self.extra_tools}
+                mcp = self.mcp = McpServers(settings.mcp_servers, os.getcwd())
+                await root.start(mcp.run)
                 supervisor = Supervisor(
-                    store, client, tools, tuning, default_model=settings.model, blackboard=board, agent_types=agent_types
+                    store, client, tools, tuning, default_model=settings.model, blackboard=board, agent_types=agent_types, mcp=mcp
                 )
                 cluster = self.cluster = await self._join_cluster(store, supervisor, board)
                 await supervisor.load(cluster.epoch if cluster is not None else None)
                 await root.start(supervisor.run)
                 if cluster is not None:
                     await root.start(cluster.run)
-                self.service = ThreadService(supervisor, settings, cluster)
+                self.service = ThreadService(supervisor, settings, cluster, mcp)
                 boards = BlackboardService(board, page_bytes=tuning.max_message_bytes // 2)
                 await root.start(server.serve, WireContext(self.service, self.hub, store, settings, boards, self.peers))
                 await root.start(app_server.serve, self.service, self.hub)

@@ -27,7 +27,7 @@ from echsd.settings.provider import (
     resolve_provider,
     url_problem,
 )
-from echsd.settings.sections import SECTIONS, catalog_from
+from echsd.settings.sections import SECTIONS, catalog_from, check_sections
 from echsd.settings.sources import Sources, bool_setting, default_state_dir, listen_setting, read_config_file
 from echsd.settings.storage import default_node_id, parse_node_id, store_setting
 
@@ -114,6 +114,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
         if not isinstance(model, str) or not model.strip() or len(model) > MAX_MODEL_CHARS:
             raise given.invalid("model", f"a non-empty string of at most {MAX_MODEL_CHARS} characters")
     tables["catalog"].get(model)  # an unknown default model is announced once, at start
+    check_sections(tables, sources.config_path)
 
     store_url, warnings = store_setting(sources, state_dir)
     given = pick("node_id", "ECHS_NODE_ID")

@@ -13,6 +13,7 @@ from echsd.settings.tuning import Tuning
 if TYPE_CHECKING:
     from echsd.codex.catalog import ModelCatalog
     from echsd.codex.endpoint import Endpoint
+    from echsd.mcp.config import McpServerConfig
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class Settings:
     tuning: Tuning = field(default_factory=Tuning)
     catalog: ModelCatalog = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
     agent_types: dict[str, AgentType] = field(default_factory=dict, repr=False, compare=False)
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def db_path(self) -> Path:

@@ -42,8 +42,27 @@ def catalog_from(table: Any, path: Path) -> Any:
         raise SettingsError(f"invalid setting in {exc}") from None
 
 
+def mcp_servers_from(table: Any, path: Path) -> Any:
+    """``[mcp_servers.NAME]``: the MCP servers whose tools threads may use."""
+    from echsd.mcp.config import McpConfigError, load_mcp_servers
+
+    try:
+        return load_mcp_servers(table, str(path))
+    except McpConfigError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 SECTIONS: tuple[Section, ...] = (
     Section("tuning", "tuning", tuning_from),
     Section("models", "catalog", catalog_from),
     Section("agent_types", "agent_types", agent_types_from),
+    Section("mcp_servers", "mcp_servers", mcp_servers_from),
 )
+
+
+def check_sections(tables: dict[str, Any], path: Path) -> None:
+    """What one table says of another: an agent type names only configured MCP servers."""
+    for agent in tables["agent_types"].values():
+        unknown = sorted(set(agent.mcp_servers or ()) - set(tables["mcp_servers"]))
+        if unknown:
+            raise SettingsError(f"invalid setting 'agent_types.{agent.name}.mcp_servers' in {path}: no [mcp_servers.{unknown[0]}] table")

@@ -23,7 +23,7 @@ from echsd.logs import get_logger
 from echsd.store import Unit, ops, queries
 from echsd.threads.agents import ThreadAgents
 from echsd.threads.compactor import compact_head
-from echsd.threads.config import CHAIN_REFUSED, ConfigRules, ThreadConfig
+from echsd.threads.config import CHAIN_REFUSED, ThreadConfig
 from echsd.threads.core import ThreadCore
 from echsd.threads.effects import Effects, Park, TurnState
 from echsd.threads.inputs import PendingInput
@@ -49,7 +49,7 @@ class ThreadActor:
     def __init__(self, record: ThreadRecord, services: ActorServices) -> None:
         self.record = record
         self.services = services
-        self.tools = ToolRegistry(services.builtins)
+        self.tools = ToolRegistry(services.builtins, services.mcp)
         self.providers = RemoteProviders(record.thread_id, self.tools, services.remote_calls)
         self.sessions = ExecSessionManager(record.thread_id)
         agents = ThreadAgents(
@@ -317,7 +317,7 @@ class ThreadActor:
     async def op_configure(self, reply: Reply, config: Any) -> dict[str, Any]:
         self.core.check_alive()
         await self.log.ready()
-        rules = ConfigRules(known_tools=self.tools.names(), catalog=self.services.catalog, stores_responses=self.services.client.endpoint.stores_responses)
+        rules = self.services.config_rules(self.tools.names())
         await self.commit(self.core.configure(config, rules)).wait()
         return self.record.to_object()
 

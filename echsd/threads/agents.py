@@ -154,6 +154,10 @@ class ThreadAgents:
             "tools": list(tools),
             **policy,
         }
+        if agent_type.mcp_servers is not None:  # a preset narrows the parent's MCP servers
+            params["mcp"] = [name for name in agent_type.mcp_servers if parent.mcp is None or name in parent.mcp]
+        elif parent.mcp is not None:
+            params["mcp"] = list(parent.mcp)
         if options.get("reasoning") is not None:
             params["reasoning"] = options["reasoning"]  # asked for: checked against the model, strictly
         else:

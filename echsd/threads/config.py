@@ -24,7 +24,7 @@ DEFAULT_INSTRUCTIONS = (
 )
 WRITES = ("allow", "dry-run", "deny")  # what apply_patch may do to files
 APPROVALS = ("never", "on-write", "always")  # which tool calls wait for a client's approval
-CONFIG_KEYS = ("cwd", "model", "reasoning", "instructions", "tools", "writes", "approval", "steps", "chain")
+CONFIG_KEYS = ("cwd", "model", "reasoning", "instructions", "tools", "writes", "approval", "steps", "chain", "mcp")
 MAX_STEPS = 100  # turns an autonomous run may take
 
 
@@ -39,10 +39,12 @@ class ThreadConfig:
     approval: str = "never"
     steps: int = 1  # > 1: every input starts an autonomous run of up to this many turns
     chain: bool = False  # send previous_response_id and only new items (the endpoint stores responses)
+    mcp: tuple[str, ...] | None = None  # MCP servers whose tools are offered; None: every enabled one
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["tools"] = list(self.tools)
+        data["mcp"] = list(self.mcp) if self.mcp is not None else None
         return data
 
     @classmethod
@@ -50,6 +52,8 @@ class ThreadConfig:
         """From a stored row (keys added later take their defaults in older rows)."""
         known = {key: data[key] for key in CONFIG_KEYS if key in data}
         known["tools"] = tuple(known.get("tools", ()))
+        if known.get("mcp") is not None:
+            known["mcp"] = tuple(known["mcp"])
         return cls(**known)
 
     def rendered_instructions(self) -> str:
@@ -80,28 +84,32 @@ def _check_text(key: str, value: Any, *, allow_empty: bool = False) -> str:
     return value
 
 
-def _tool_items(spec: Any) -> list[str]:
+def _tool_items(spec: Any, key: str = "tools") -> list[str]:
     if isinstance(spec, str):
         return [part.strip() for part in spec.split(",") if part.strip()]
     if isinstance(spec, (list, tuple)) and all(isinstance(item, str) for item in spec):
         return [item.strip() for item in spec if item.strip()]
-    raise BadRequest("tools must be a list of names or a string like '+name,-name'")
+    raise BadRequest(f"{key} must be a list of names or a string like '+name,-name'")
 
 
-def apply_tools_spec(current: Iterable[str], spec: Any, known: Iterable[str]) -> tuple[str, ...]:
+def apply_tools_spec(current: Iterable[str], spec: Any, known: Iterable[str], key: str = "tools") -> tuple[str, ...]:
     """``spec`` replaces the list (plain names) or edits it (``+name`` adds, ``-name`` removes).
 
     Mixing plain names with edits is refused: it is ambiguous which one the caller meant.
+    ``key`` names the setting in errors (``tools``, or ``mcp`` for MCP servers).
     """
     known_set = set(known)
-    items = _tool_items(spec)
+    items = _tool_items(spec, key)
     edits = [item for item in items if item[0] in "+-"]
     if edits and len(edits) != len(items):
-        raise BadRequest("tools: use either a list of names or +name/-name edits, not both")
+        raise BadRequest(f"{key}: use either a list of names or +name/-name edits, not both")
     names = [item.lstrip("+-") for item in items]
     unknown = sorted(name for name in names if name not in known_set)
     if unknown:
-        raise BadRequest(f"unknown tool(s): {', '.join(unknown)}; known tools: {', '.join(sorted(known_set))}")
+        if key == "tools":
+            raise BadRequest(f"unknown tool(s): {', '.join(unknown)}; known tools: {', '.join(sorted(known_set))}")
+        listed = ", ".join(sorted(known_set)) or "none (add [mcp_servers.NAME] tables to config.toml)"
+        raise BadRequest(f"unknown MCP server(s): {', '.join(unknown)}; configured: {listed}")
     if not edits:
         return tuple(dict.fromkeys(names))
     result = list(current)
@@ -159,6 +167,8 @@ class ConfigRules:
     known_tools: Collection[str]
     catalog: EffortCatalog
     stores_responses: bool = True  # False: the endpoint refuses store: true (the ChatGPT backend), so no chain
+    mcp_servers: Collection[str] = ()  # configured in config.toml
+    mcp_enabled: Collection[str] = ()  # of those, the enabled ones: what ``mcp`` None means
 
 
 CHAIN_REFUSED = (
@@ -172,6 +182,9 @@ def _apply(config: ThreadConfig, changes: Mapping[str, Any], rules: ConfigRules)
     for key, value in changes.items():
         if key == "tools":
             updated = replace(updated, tools=apply_tools_spec(updated.tools, value, rules.known_tools))
+        elif key == "mcp":
+            current = updated.mcp if updated.mcp is not None else tuple(rules.mcp_enabled)
+            updated = replace(updated, mcp=apply_tools_spec(current, value, rules.mcp_servers, key="mcp"))
         elif key != "reasoning":
             updated = replace(updated, **{key: _CHECKS[key](value)})
     if changes.get("chain") is True and not rules.stores_responses:

@@ -13,6 +13,7 @@ from typing import Any
 from echsd import __version__
 from echsd.errors import BadRequest, NotFound
 from echsd.ids import is_thread_id
+from echsd.mcp.servers import McpServers
 from echsd.paging import page_of
 from echsd.settings import Settings
 from echsd.store import Gap, queries
@@ -28,12 +29,13 @@ ENVELOPE_BYTES = 128  # an event's envelope around its stored data, at most
 
 
 class ThreadService:
-    def __init__(self, supervisor: Supervisor, settings: Settings, cluster: Any = None) -> None:
+    def __init__(self, supervisor: Supervisor, settings: Settings, cluster: Any = None, mcp: McpServers | None = None) -> None:
         self.supervisor = supervisor
         self.settings = settings
         self.store = supervisor.store
         self.started = time.monotonic()
         self.cluster = cluster  # ``echsd.cluster.ClusterNode`` where several nodes share the store
+        self.mcp = mcp  # the daemon's MCP servers
 
     @property
     def shared(self) -> bool:
@@ -108,6 +110,7 @@ class ThreadService:
             "rate_limits": self.supervisor.limits.snapshot(),
             "containment": containment_name(),
             "state_dir": str(self.settings.state_dir),
+            "mcp_servers": self.mcp.counts() if self.mcp is not None else {"total": 0, "up": 0, "down": 0, "starting": 0},
         }
 
     async def create(self, **params: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ over which threads exist and who their parents are) and its turn-finished callba
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Collection, Mapping, Protocol
 
 import trio
 
@@ -18,10 +18,11 @@ from echsd.settings import Tuning
 from echsd.store import Store, Unit
 from echsd.threads.account import AccountLimits
 from echsd.threads.approvals import ApprovalBook
-from echsd.threads.config import ThreadConfig
+from echsd.threads.config import ConfigRules, ThreadConfig
 from echsd.threads.effects import TurnEnd
 from echsd.threads.record import ThreadRecord
 from echsd.tools.base import Tool
+from echsd.tools.registry import McpToolSource
 from echsd.tools.remote import RemoteCalls
 
 
@@ -74,3 +75,16 @@ class ActorServices:
     agent_types: Mapping[str, AgentType]
     subagent_slots: trio.CapacityLimiter  # sub-agent turns running at once, daemon-wide
     blackboard: Blackboard  # the daemon's one blackboard; each thread writes in its own name
+    mcp: McpToolSource | None = None  # the daemon's MCP servers (config.toml's [mcp_servers])
+
+    def config_rules(self, known_tools: Collection[str]) -> ConfigRules:
+        """What a thread's config is checked against: its tools, the catalog, the MCP servers."""
+        servers = self.mcp.known() if self.mcp is not None else []
+        enabled = self.mcp.enabled() if self.mcp is not None else []
+        return ConfigRules(
+            known_tools=known_tools,
+            catalog=self.catalog,
+            stores_responses=self.client.endpoint.stores_responses,
+            mcp_servers=servers,
+            mcp_enabled=enabled,
+        )

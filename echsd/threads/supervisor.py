@@ -40,7 +40,7 @@ from echsd.store import Store, Unit, ops
 from echsd.threads.actor import ThreadActor
 from echsd.threads.account import AccountLimits
 from echsd.threads.approvals import ApprovalBook
-from echsd.threads.config import ConfigRules, ThreadConfig, new_config
+from echsd.threads.config import ThreadConfig, new_config
 from echsd.threads.core import ThreadCore
 from echsd.threads.effects import TurnEnd
 from echsd.threads.eventlog import ThreadLog
@@ -51,7 +51,7 @@ from echsd.threads.record import GivenUp, ThreadRecord
 from echsd.threads.services import ActorServices
 from echsd.threads.state import ThreadState
 from echsd.tools.base import Tool
-from echsd.tools.registry import default_tool_names
+from echsd.tools.registry import McpToolSource, default_tool_names
 from echsd.tools.remote import RemoteCalls
 
 log = get_logger(__name__)
@@ -82,6 +82,7 @@ class Supervisor:
         default_model: str,
         blackboard: Blackboard,
         agent_types: Mapping[str, AgentType] | None = None,
+        mcp: McpToolSource | None = None,
     ) -> None:
         self.store = store
         self.tuning = tuning
@@ -104,6 +105,7 @@ class Supervisor:
             agent_types=dict(agent_types or SHIPPED),
             subagent_slots=trio.CapacityLimiter(max(1, tuning.max_running_subagents)),
             blackboard=blackboard,
+            mcp=mcp,
         )
         self._turn_listeners: list[TurnListener] = []
         self.node_id = store.node_id
@@ -302,9 +304,7 @@ class Supervisor:
     # ---- the thread tree (ThreadTree, for the actors) --------------------------------
 
     def build_config(self, params: Mapping[str, Any]) -> ThreadConfig:
-        rules = ConfigRules(
-            known_tools=list(self.services.builtins), catalog=self.services.catalog, stores_responses=self.services.client.endpoint.stores_responses
-        )
+        rules = self.services.config_rules(list(self.services.builtins))
         return new_config(params, default_model=self.default_model, default_tools=default_tool_names(self.services.builtins), rules=rules)
 
     def descendants(self, thread_id: str) -> list[str]:

@@ -84,7 +84,7 @@ async def _prepare(host: TurnHost, call: dict[str, Any]) -> PreparedCall:
     size = argument_size(call)
     if size > host.tuning.tool_argument_bytes:
         return too_large(call, host.tuning.tool_argument_bytes)
-    offered = {tool.spec.name: tool for tool in host.tools.offered(host.config.tools)}
+    offered = {tool.spec.name: tool for tool in host.tools.offered(host.config.tools, host.config.mcp)}
     patcher = host.tools.get("apply_patch")
     if size <= OFF_LOOP_ARGUMENT_CHARS:
         return prepare_call(call, offered, patcher)

@@ -78,7 +78,7 @@ async def _loop(host: TurnHost) -> None:
 def build_request(host: TurnHost) -> ResponsesRequest:
     config = host.config
     custom_tools = host.client.catalog.get(config.model).custom_tools
-    tools = [tool.spec.to_model(custom_tools=custom_tools) for tool in host.tools.offered(config.tools)]
+    tools = [tool.spec.to_model(custom_tools=custom_tools) for tool in host.tools.offered(config.tools, config.mcp)]
     run = host.autorun
     anchor = host.chain_anchor
     history = host.history
@@ -133,6 +133,7 @@ async def _stream(host: TurnHost, budget: RetryBudget) -> list[dict[str, Any]]:
     emit = host.emit
     partial = host.partial  # the message being streamed, kept if the turn is interrupted
     partial.clear()
+    await host.tools.prepare(host.config.mcp)  # MCP servers up (bounded) and their tool lists current
     async with host.client.stream(build_request(host), budget=budget) as events:
         async for event in events:
             if isinstance(event, TextDelta):

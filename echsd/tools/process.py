@@ -66,10 +66,15 @@ class ToolProcesses:
     sandbox: SandboxRuntime = field(default_factory=SandboxRuntime)
 
     async def spawn(
-        self, argv: list[str], *, cwd: str, env: Mapping[str, str], tty: bool, sandbox: SandboxPolicy | None = None
+        self, argv: list[str], *, cwd: str, env: Mapping[str, str], tty: bool, sandbox: SandboxPolicy | None = None, pipes: bool = False
     ) -> "ContainedProcess":
         """Start ``argv`` in a new enclosure, confined by ``sandbox`` (a policy that confines
-        something goes through the sandbox's fork server). OSError when it cannot be started."""
+        something goes through the sandbox's fork server). OSError when it cannot be started.
+
+        ``pipes``: stdin, stdout and stderr are three pipes of their own (``stdin``,
+        ``output``, ``errors``), for a program spoken to over stdio (an MCP server)."""
+        if pipes:
+            return await self._spawn_piped(argv, self.containment.prepare(argv, None), cwd, env, sandbox)
         master = slave = None
         if tty:
             master, slave = os.openpty()
@@ -106,16 +111,7 @@ class ToolProcesses:
     ) -> "ContainedProcess":
         """The fork server's child enters the enclosure itself (cgroup, or a PID namespace it
         leads) before confining itself, so ``prepared.argv``'s launcher is not used."""
-        request = {
-            "argv": argv,
-            "env": dict(env),
-            "cwd": cwd,
-            "policy": policy.to_json(),
-            "cgroup_procs": str(prepared.cgroup / "cgroup.procs") if prepared.cgroup is not None else None,
-            "pid_namespace": prepared.mechanism == PIDNS,
-            "tty": slave is not None,
-            "tty_path": tty_path,
-        }
+        request = _confined_request(argv, prepared, cwd, env, policy, tty_path)
         output = None
         opened: list[int] = []
         try:
@@ -142,13 +138,38 @@ class ToolProcesses:
         assert output is not None
         return self._enclosed(process, prepared, trio.lowlevel.FdStream(output), tty=False)
 
+    async def _spawn_piped(self, argv: list[str], prepared: Prepared, cwd: str, env: Mapping[str, str], policy: SandboxPolicy | None) -> "ContainedProcess":
+        """Three pipes, the same whether the fork server confines the command or not."""
+        pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(3)]  # (read end, write end) each
+        child = [pipes[0][0], pipes[1][1], pipes[2][1]]
+        ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
+        try:
+            if policy is not None and policy.confined:
+                process: Waitable = await self.sandbox.spawn(_confined_request(argv, prepared, cwd, env, policy, None), child)
+            else:
+                process = await trio.lowlevel.open_process(
+                    prepared.argv, cwd=cwd, env=dict(env), stdin=child[0], stdout=child[1], stderr=child[2], start_new_session=True
+                )
+        except BaseException:
+            prepared.abandon()
+            for fd in ours:
+                os.close(fd)
+            raise
+        finally:
+            for fd in child:
+                os.close(fd)
+        stdin, output, errors = (trio.lowlevel.FdStream(fd) for fd in ours)
+        contained = self._enclosed(process, prepared, output, tty=False)
+        contained.stdin, contained.errors = stdin, errors
+        return contained
+
     def _enclosed(self, process: Waitable, prepared: Prepared, output: trio.lowlevel.FdStream | trio.abc.ReceiveStream, *, tty: bool) -> "ContainedProcess":
         enclosure = prepared.enclose(process.pid)
         self.live[process.pid] = enclosure
         if self.registry is not None:
             self.registry.add(enclosure)
         stdin = output if tty and isinstance(output, trio.abc.SendStream) else None
-        return ContainedProcess(self, process, enclosure, output, stdin)
+        return ContainedProcess(self, process, enclosure, output, stdin, tty=tty)
 
     def forget(self, enclosure: Enclosure) -> None:
         self.live.pop(enclosure.leader, None)
@@ -190,17 +211,17 @@ class ContainedProcess:
         enclosure: Enclosure,
         output: trio.abc.ReceiveStream,
         stdin: trio.abc.SendStream | None,
+        *,
+        tty: bool,
     ) -> None:
         self.table = table
         self.process = process
         self.enclosure = enclosure
         self.output = output
-        self.stdin = stdin
+        self.stdin = stdin  # the pty master, or a pipe (``pipes``); None: /dev/null
+        self.errors: trio.abc.ReceiveStream | None = None  # stderr, with ``pipes``
         self.pid = process.pid
-
-    @property
-    def tty(self) -> bool:
-        return self.stdin is not None
+        self.tty = tty
 
     async def read(self) -> bytes:
         """The next chunk of output; b"" once every writer is gone (a pty says EIO)."""
@@ -214,7 +235,7 @@ class ContainedProcess:
             return b""
 
     async def write(self, data: bytes) -> None:
-        """Write to the pty; raises BrokenResourceError once the command is gone."""
+        """Write to the pty (or the stdin pipe); raises BrokenResourceError once the command is gone."""
         if self.stdin is None:
             raise trio.ClosedResourceError("this command's stdin is /dev/null (started without a tty)")
         await self.stdin.send_all(data)
@@ -233,8 +254,25 @@ class ContainedProcess:
             code = await self.process.wait()
             await self.enclosure.wait_gone()
             await self.output.aclose()
+            for stream in (self.stdin, self.errors):
+                if stream is not None and stream is not self.output:
+                    await stream.aclose()
             self.table.forget(self.enclosure)
         return code
+
+
+def _confined_request(argv: list[str], prepared: Prepared, cwd: str, env: Mapping[str, str], policy: SandboxPolicy, tty_path: str | None) -> dict[str, object]:
+    """What the sandbox's fork server needs to start one confined command."""
+    return {
+        "argv": argv,
+        "env": dict(env),
+        "cwd": cwd,
+        "policy": policy.to_json(),
+        "cgroup_procs": str(prepared.cgroup / "cgroup.procs") if prepared.cgroup is not None else None,
+        "pid_namespace": prepared.mechanism == PIDNS,
+        "tty": tty_path is not None,
+        "tty_path": tty_path,
+    }
 
 
 _table: ToolProcesses | None = None

@@ -243,5 +243,6 @@ CONFIG_PARAMS: tuple[Param, ...] = (
     Param("approval", STRING, "which tool calls wait for approval (default never)", choices=("never", "on-write", "always")),
     Param("steps", STEPS, "> 1: each input starts an autonomous run of up to this many turns (default 1)"),
     Param("chain", BOOL, "send previous_response_id and only the new items (the endpoint stores responses; default false)"),
+    Param("mcp", TOOLS, "MCP servers (config.toml's `[mcp_servers.NAME]`) whose tools are offered, or edits `+name,-name` (default: every enabled one)"),
 )
 CONFIG_BY_NAME: dict[str, Param] = {param.name: param for param in CONFIG_PARAMS}
