@@ -23,7 +23,7 @@ CHOICES = {
     "approval": ("never", "on-write", "always"),
     "chain": ("true", "false"),
 }
-CONFIG_KEYS = ("model", "reasoning", "instructions", "cwd", "tools", "writes", "approval", "chain", "steps")
+CONFIG_KEYS = ("model", "reasoning", "instructions", "cwd", "tools", "writes", "approval", "chain", "steps", "mcp")
 
 
 def _absolute_dir(path: str) -> str:
@@ -195,7 +195,8 @@ def config(ctx: click.Context, thread_id: str, settings: tuple[str, ...]) -> Non
     Keys: model, reasoning, instructions, cwd, tools (+name,-name), writes
     (allow|dry-run|deny), approval (never|on-write|always), chain (true|false:
     send only new items after previous_response_id), steps (1-100: every input
-    starts an autonomous run of up to that many turns).
+    starts an autonomous run of up to that many turns), mcp (+name,-name: the MCP
+    servers of config.toml whose tools it is offered).
 
     A change made while a turn runs takes effect at its next model request.
     """

@@ -27,6 +27,11 @@ def status_lines(status: dict[str, Any], style: Style) -> list[str]:
         lines.append(f"usage      {usage_line(usage)}")
     for limit in (status.get("rate_limits") or {}).get("limits") or []:
         lines.append(f"limits     {rate_limit_line(limit)}")
+    servers = status.get("mcp_servers") or {}
+    if servers.get("total"):
+        down = style(f"{servers['down']} down", fg="red") if servers.get("down") else "0 down"
+        starting = f", {servers['starting']} starting" if servers.get("starting") else ""
+        lines.append(f"mcp        {servers['total']} server{'' if servers['total'] == 1 else 's'}: {servers['up']} up, {down}{starting}")
     if status.get("containment"):
         lines.append(f"tools run  contained by {status['containment']}" + (style.dim(" (setsid escapes it)") if status["containment"] == "process-group" else ""))
     nodes = status.get("nodes") or []

@@ -1,0 +1,58 @@
+"""MCP servers through the real entry points: ``echsd serve`` with ``[mcp_servers]`` in its
+config.toml, driven by ``echs`` subprocesses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.cli.helpers import Serve, clean_env, echs, new_thread
+from tests.helpers import mock_directive
+from tests.mcp.conftest import demo_config
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    root = tmp_path_factory.mktemp("mcp-cli")
+    state = root / "state"
+    state.mkdir(mode=0o700)
+    (state / "config.toml").write_text(demo_config() + '\n[mcp_servers.off]\ncommand = "/nonexistent/server"\nenabled = false\n')
+    daemon = Serve(state, env=clean_env(root, ECHS_LOG_LEVEL="debug", ECHS_LOG_FORMAT="json"))
+    yield daemon
+    try:
+        daemon.terminate()
+    finally:
+        daemon.kill()
+
+
+def echs_json(state: Path, *args: str) -> object:
+    result = echs(state, *args, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_a_threads_servers_are_set_with_echs_config(served: Serve) -> None:
+    state = served.state_dir
+    tid = new_thread(state)
+    assert echs_json(state, "show", tid)["config"]["mcp"] is None  # type: ignore[index]  # every enabled server
+    assert echs_json(state, "config", tid, "mcp=-demo")["config"]["mcp"] == []  # type: ignore[index]
+    assert echs_json(state, "config", tid, "mcp=+off,+demo")["config"]["mcp"] == ["off", "demo"]  # type: ignore[index]
+    refused = echs(state, "config", tid, "mcp=+nope")
+    assert refused.returncode == 1 and "unknown MCP server(s): nope; configured: demo, off" in refused.stderr
+
+
+def test_status_counts_the_servers_and_the_servers_stderr_is_logged(served: Serve) -> None:
+    state = served.state_dir
+    tid = new_thread(state)
+    steps = [{"calls": [{"name": "mcp__demo__echo", "arguments": {"text": "from the cli"}}]}, {"text": "said it"}]
+    sent = echs(state, "send", tid, f"go\n{mock_directive(steps)}", "--wait")
+    assert sent.returncode == 0 and "said it" in sent.stdout, sent.stderr
+    status = echs_json(state, "status")
+    assert status["mcp_servers"] == {"total": 2, "up": 1, "down": 0, "starting": 0}  # type: ignore[index]
+    human = echs(state, "status")
+    assert "mcp        2 servers: 1 up, 0 down" in human.stdout
+    logged = [json.loads(line) for line in served.lines if line.startswith("{")]
+    assert any(entry.get("event") == "mcp server stderr" and entry.get("line") == "demo server starting" and entry["level"] == "debug" for entry in logged)
