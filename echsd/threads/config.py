@@ -11,7 +11,7 @@ model accepts it, else the new model's default is taken and reported as changed)
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterable, Mapping, Protocol
 
@@ -42,7 +42,7 @@ class ThreadConfig:
     mcp: tuple[str, ...] | None = None  # MCP servers whose tools are offered; None: every enabled one
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = {key: getattr(self, key) for key in CONFIG_KEYS}  # not asdict(): it deep-copies (per turn end)
         data["tools"] = list(self.tools)
         data["mcp"] = list(self.mcp) if self.mcp is not None else None
         return data
