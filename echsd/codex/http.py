@@ -13,15 +13,17 @@ way the read timeout doubles as the stream's idle timeout: no bytes for
 
 from __future__ import annotations
 
-import urllib.request
+import os
+import ssl
 from contextlib import asynccontextmanager
-from typing import AsyncIterator, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping, Protocol
 from urllib.parse import urlsplit
-
-import httpx
 
 from echsd.codex.h1io import ConnectionPool
 from echsd.codex.transport import TransportFailure, failure_reason
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["HttpClient", "StreamingResponse", "TransportFailure"]
 
@@ -41,6 +43,7 @@ class StreamingResponse(Protocol):
 
 
 def _translated(url: str, exc: httpx.TransportError) -> TransportFailure:
+    httpx = _httpx()
     if isinstance(exc, httpx.ConnectTimeout):
         return TransportFailure(f"timed out connecting to {url}", kind="connect")
     if isinstance(exc, httpx.ConnectError):
@@ -59,42 +62,71 @@ class _HttpxStreamingResponse:
         self.headers = {k.lower(): v for k, v in response.headers.items()}
         self._response = response
         self._chunks = response.aiter_bytes()
+        self._errors = _httpx().TransportError
 
     async def next_chunk(self) -> bytes:
         try:
             return await self._chunks.__anext__()
         except StopAsyncIteration:
             return b""
-        except httpx.TransportError as exc:
+        except self._errors as exc:
             raise _translated(self.url, exc) from exc
 
     async def read(self) -> bytes:
         try:
             return await self._response.aread()
-        except httpx.TransportError as exc:
+        except self._errors as exc:
             raise _translated(self.url, exc) from exc
 
     async def _close(self) -> None:
         await self._chunks.aclose()  # type: ignore[attr-defined]
 
 
+def _httpx() -> Any:
+    import httpx
+
+    return httpx
+
+
+def _tls_context() -> ssl.SSLContext:
+    return _httpx().create_ssl_context()  # the certificates httpx trusts (certifi, SSL_CERT_FILE, ...)
+
+
+def _environment_proxies() -> dict[str, str]:
+    """Proxies named in the environment, read once as httpx does (none: no import)."""
+    if not any(key.lower().endswith("_proxy") for key in os.environ):
+        return {}
+    import urllib.request
+
+    return urllib.request.getproxies()
+
+
 class HttpClient:
     def __init__(self, *, connect_timeout_s: float, read_timeout_s: float, unix_socket: str | None = None) -> None:
         """``unix_socket``: connect there whatever the URL's host (the daemon's built-in mock)."""
-        timeout = httpx.Timeout(connect=connect_timeout_s, read=read_timeout_s, write=60.0, pool=60.0)
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
-        transport = httpx.AsyncHTTPTransport(uds=unix_socket, limits=limits) if unix_socket else None
-        self._client = httpx.AsyncClient(timeout=timeout, limits=limits, transport=transport)
-        self._pool = ConnectionPool(
-            connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s, tls=httpx.create_ssl_context, unix_socket=unix_socket
-        )
+        self._timeouts = (connect_timeout_s, read_timeout_s)
+        self._client_: httpx.AsyncClient | None = None
+        self._pool = ConnectionPool(connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s, tls=_tls_context, unix_socket=unix_socket)
         self._unix_socket = unix_socket
-        self._proxies = urllib.request.getproxies()  # read once, as httpx does
+        self._proxies = _environment_proxies()
+
+    @property
+    def _client(self) -> httpx.AsyncClient:
+        if self._client_ is None:
+            httpx = _httpx()
+            connect_timeout_s, read_timeout_s = self._timeouts
+            timeout = httpx.Timeout(connect=connect_timeout_s, read=read_timeout_s, write=60.0, pool=60.0)
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
+            transport = httpx.AsyncHTTPTransport(uds=self._unix_socket, limits=limits) if self._unix_socket else None
+            self._client_ = httpx.AsyncClient(timeout=timeout, limits=limits, transport=transport)
+        return self._client_
 
     def _proxied(self, scheme: str, host: str) -> bool:
         proxies = self._proxies
         if self._unix_socket or not proxies or not (scheme in proxies or "all" in proxies):
             return False
+        import urllib.request
+
         return not urllib.request.proxy_bypass_environment(host, proxies)
 
     @asynccontextmanager
@@ -110,10 +142,11 @@ class HttpClient:
 
     @asynccontextmanager
     async def _httpx_stream_post(self, url: str, content: bytes, headers: Mapping[str, str]) -> AsyncIterator[StreamingResponse]:
+        client = self._client
         try:
-            request = self._client.build_request("POST", url, content=content, headers=dict(headers))
-            response = await self._client.send(request, stream=True)
-        except httpx.TransportError as exc:
+            request = client.build_request("POST", url, content=content, headers=dict(headers))
+            response = await client.send(request, stream=True)
+        except _httpx().TransportError as exc:
             raise _translated(url, exc) from exc
         wrapped = _HttpxStreamingResponse(url, response)
         try:
@@ -126,12 +159,14 @@ class HttpClient:
 
     async def post(self, url: str, content: bytes, headers: Mapping[str, str]) -> tuple[int, dict[str, str], bytes]:
         """POST and read the whole answer: (status, lower-case headers, body)."""
+        client = self._client
         try:
-            response = await self._client.post(url, content=content, headers=dict(headers))
-        except httpx.TransportError as exc:
+            response = await client.post(url, content=content, headers=dict(headers))
+        except _httpx().TransportError as exc:
             raise _translated(url, exc) from exc
         return response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content
 
     async def aclose(self) -> None:
         await self._pool.aclose()
-        await self._client.aclose()
+        if self._client_ is not None:
+            await self._client_.aclose()

@@ -38,16 +38,32 @@ class GivenUp:
 
 
 class ThreadRecord:
-    __slots__ = ("core", "log", "actor_started", "failed", "mailbox_send", "mailbox_receive", "stop", "node")
+    """Cheap while idle (a start loads one per stored thread): the mailbox, the dearest
+    part, is opened on first use."""
+
+    __slots__ = ("core", "log", "actor_started", "failed", "_mailbox", "stop", "node")
 
     def __init__(self, core: ThreadCore, log: ThreadLog, node: str = "") -> None:
         self.core = core  # replaced (rebuilt from the store) only when the worker crashed
         self.log = log
         self.actor_started = False
         self.failed: GivenUp | None = None  # set while the worker, which kept crashing, is given up
-        self.mailbox_send, self.mailbox_receive = trio.open_memory_channel[Request](MAILBOX_SIZE)
+        self._mailbox: tuple[trio.MemorySendChannel[Request], trio.MemoryReceiveChannel[Request]] | None = None
         self.stop = trio.CancelScope()  # cancelled when another node takes the thread over
         self.node = node  # the daemon that runs it (``--node-id``)
+
+    @property
+    def mailbox_send(self) -> trio.MemorySendChannel[Request]:
+        return self._open_mailbox()[0]
+
+    @property
+    def mailbox_receive(self) -> trio.MemoryReceiveChannel[Request]:
+        return self._open_mailbox()[1]
+
+    def _open_mailbox(self) -> tuple[trio.MemorySendChannel[Request], trio.MemoryReceiveChannel[Request]]:
+        if self._mailbox is None:
+            self._mailbox = trio.open_memory_channel(MAILBOX_SIZE)
+        return self._mailbox
 
     @property
     def thread_id(self) -> str:

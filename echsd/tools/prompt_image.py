@@ -7,6 +7,9 @@ and here also BMP, TIFF, ...) as PNG; files over 50 MiB are refused. On top of t
 image whose encoding would still pass ``MAX_ENCODED_BYTES`` is re-encoded as JPEG and
 shrunk until it fits: every later request of the thread carries it again, and events
 holding it must fit in a wire frame.
+
+Pillow is imported when the first image is prepared, not with the module: the daemon's
+start does not pay for it.
 """
 
 from __future__ import annotations
@@ -15,12 +18,14 @@ import base64
 import io
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from PIL import Image, ImageOps, UnidentifiedImageError
+if TYPE_CHECKING:
+    from PIL import Image
 
 MAX_DIMENSION = 2048
 MAX_FILE_BYTES = 50 * 1024 * 1024
-MAX_PIXELS = Image.MAX_IMAGE_PIXELS  # ~89 Mpx: larger ones are refused before decoding
+MAX_PIXELS = 1024 * 1024 * 1024 // 4 // 3  # Pillow's own MAX_IMAGE_PIXELS, ~89 Mpx: larger ones are refused before decoding
 MAX_ENCODED_BYTES = 4 * 1024 * 1024
 JPEG_QUALITY = 85
 PASS_THROUGH = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
@@ -43,6 +48,8 @@ class PromptImage:
 
 def prepare(data: bytes) -> PromptImage:
     """Decode, downscale and re-encode as needed; raises ``ImageError``."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
     if len(data) > MAX_FILE_BYTES:
         raise ImageError(f"image exceeds the {MAX_FILE_BYTES}-byte limit")
     try:
@@ -82,6 +89,8 @@ def prepare(data: bytes) -> PromptImage:
 
 
 def _check_decodes(image: Image.Image) -> None:
+    from PIL import Image
+
     try:
         image.load()
     except (OSError, ValueError, Image.DecompressionBombError) as exc:
@@ -95,6 +104,8 @@ def _fit(width: int, height: int, bound: int) -> tuple[int, int]:
 
 
 def _scaled(image: Image.Image, bound: int) -> Image.Image:
+    from PIL import Image
+
     if image.width <= bound and image.height <= bound:
         return image
     return image.resize(_fit(image.width, image.height, bound), Image.Resampling.BILINEAR)
@@ -115,6 +126,8 @@ def _encode(image: Image.Image, target: str) -> bytes:
 
 def _flatten(image: Image.Image) -> Image.Image:
     """RGB for JPEG: transparency over white, palettes and other modes converted."""
+    from PIL import Image
+
     if image.mode == "RGB":
         return image
     if image.mode in ("RGBA", "LA") or (image.mode == "P" and "transparency" in image.info):
