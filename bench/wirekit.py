@@ -143,13 +143,14 @@ class ServeProcess:
     """``echsd serve`` on a fresh state dir: the built-in mock, or ``base_url`` (an
     ``echsd mock-upstream`` in its own process) with ``--provider openai``."""
 
-    def __init__(self, state: Path, *, base_url: str | None = None, tuning: str = "retained_deltas = 2000000", log: Path | None = None) -> None:
+    def __init__(self, state: Path, *, base_url: str | None = None, tuning: str = "retained_deltas = 2000000", log: Path | None = None, extra: tuple[str, ...] = ()) -> None:
         self.state = state
         self.log = log  # the daemon's stderr goes there (appended), else error lines to ours
         self.socket = str(state / "echsd.sock")
         self.env = {**os.environ, "ECHS_STATE_DIR": str(state), "ECHS_LOG_LEVEL": "warning", "HOME": str(state.parent), "CODEX_HOME": str(state.parent / "none")}
         self.env.pop("OPENAI_API_KEY", None)
         self.provider = ["--provider", "mock"] if base_url is None else ["--provider", "openai", "--base-url", base_url]
+        self.provider += extra  # more ``serve`` options (e.g. ``--app-server``)
         state.mkdir(parents=True)
         (state / "config.toml").write_text(f"[tuning]\n{tuning}\n")
         self.process = self._start()
