@@ -1,8 +1,10 @@
 """``ClusterNode``: this daemon as one node of several sharing a PostgreSQL store.
 
 It joins (``join``: a new incarnation, which leases it its own threads), then runs: the
-heartbeat that renews the lease every ``lease_s / 3`` and adopts the threads of nodes whose
-lease ran out; the LISTEN connection; the event relay; the request forwarder. It is the
+lease keeper, an OS thread that renews the lease every ``lease_s / 3`` whatever the event
+loop is doing (``lease.py``); the heartbeat, which adopts the threads of nodes whose lease
+ran out and acts on a lost lease; the LISTEN connection; the event relay; the request
+forwarder. It is the
 supervisor's ``RemoteThreads``: an operation on a thread run elsewhere goes to its owner.
 
 Losing the lease (another node adopted this incarnation, or the database was out of reach
@@ -22,6 +24,7 @@ from echsd.blackboard.board import Blackboard
 from echsd.cluster.channels import ANSWERS, BLACKBOARD, EVENTS, REQUESTS
 from echsd.cluster.forwarding import Forwarder
 from echsd.cluster.guard import LeaseGuard
+from echsd.cluster.lease import LeaseKeeper
 from echsd.cluster.listener import Listener
 from echsd.cluster.relay import EventRelay
 from echsd.errors import EchsError, NotFound, Unavailable
@@ -49,9 +52,10 @@ class ClusterNode:
         self.relay = EventRelay(store, hub, self._is_local)
         self._supervisor: Supervisor | None = None
         self.forwarder = Forwarder(store, self.node_id, self._serve)
-        self._conn = PgConn(store.url, application_name(self.node_id) + " lease")
+        self._conn = PgConn(store.url, application_name(self.node_id) + " membership")
         self._limiter = trio.CapacityLimiter(1)
         self._lost = trio.Event()
+        self.keeper = LeaseKeeper(store.url, application_name(self.node_id) + " lease", self.node_id, lease_s, self._lease_lost)
         self.board = board
         board.share(lambda seq: ("SELECT pg_notify(?, ?)", (BLACKBOARD, str(seq))))
         self.adoptions = 0  # threads adopted from other nodes (status, tests)
@@ -61,6 +65,7 @@ class ClusterNode:
     async def join(self) -> int:
         """Register a new incarnation; returns its epoch (the threads leased to it)."""
         self.epoch = await self._db(nodes.register, self.node_id, self.lease_s, self.address)
+        self.keeper.renewed(self.epoch)
         self.guard.epoch = self.epoch
         log.info("cluster_joined", node_id=self.node_id, epoch=self.epoch, lease_s=self.lease_s)
         return self.epoch
@@ -89,6 +94,7 @@ class ClusterNode:
             await nursery.start(self.forwarder.run)
             await nursery.start(self.board.follow)
             self.board.on_grown()  # what other nodes wrote between the board's load and LISTEN
+            self.keeper.start()
             nursery.start_soon(self._heartbeat)
             task_status.started()
 
@@ -96,35 +102,34 @@ class ClusterNode:
         """On a clean stop the lease is kept until it expires: a node restarted within it
         takes its threads straight back (their work is often bound to this host's files);
         one that stays away has them adopted elsewhere."""
+        self.keeper.stop()
         self._conn.close()
 
     # -- the lease -----------------------------------------------------------------------------
 
     async def _heartbeat(self) -> None:
+        """The loop's side of the lease: the keeper renews it; here a lost lease (or one
+        not renewed for a whole ``lease_s``) stops this node's threads and joins again, and
+        live nodes adopt the threads of expired ones."""
         period = self.lease_s / 3
-        renewed_at = trio.current_time()
         while True:
             with trio.move_on_after(period):
                 await self._lost.wait()
             if self._lost.is_set():
                 await self._rejoin("another node took this node's threads")
-                renewed_at = trio.current_time()
                 continue
-            try:
-                assert self.epoch is not None
-                held = await self._db(nodes.renew, self.node_id, self.epoch, self.lease_s)
-            except Exception as exc:
-                silent = trio.current_time() - renewed_at
-                log.warning("cluster_renew_failed", error=repr(exc), silent_s=round(silent, 1))
-                if silent > self.lease_s and self._supervisor is not None and self._supervisor.records:
-                    self._stop_all(f"the database was out of reach for {silent:.0f} s (the lease is {self.lease_s:g} s)")
-                    self._lost.set()
+            silent = self.keeper.silent_s()
+            if silent > self.lease_s and self._supervisor is not None and self._supervisor.records:
+                self._stop_all(f"the database was out of reach for {silent:.0f} s (the lease is {self.lease_s:g} s)")
+                self._lost.set()
                 continue
-            if not held:
-                self._stop_all("another node adopted this node's threads")
-                await self._rejoin("the lease was lost")
-            renewed_at = trio.current_time()
-            await self._adopt_expired()
+            if self.keeper.failure is None:
+                await self._adopt_expired()
+
+    def _lease_lost(self) -> None:
+        """The keeper found this incarnation adopted by another node."""
+        self._stop_all("another node adopted this node's threads")
+        self._lost.set()
 
     async def _adopt_expired(self) -> None:
         try:
