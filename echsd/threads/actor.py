@@ -21,7 +21,7 @@ from echsd.codex import ModelError
 from echsd.errors import BadRequest, Conflict, EchsError, Internal, UpstreamError
 from echsd.logs import get_logger
 from echsd.store import Unit, ops, queries
-from echsd.threads.agents import ThreadAgents
+from echsd.threads.agents import ThreadAgents, tree_root
 from echsd.threads.compactor import compact_head
 from echsd.threads.config import CHAIN_REFUSED, ThreadConfig
 from echsd.threads.core import ThreadCore
@@ -60,6 +60,7 @@ class ThreadActor:
             self.adopt_child,
             self._emit,
             services.catalog,
+            services.subagent_slots,
         )
         self.caps = ThreadCapabilities(
             sessions=self.sessions,
@@ -206,10 +207,10 @@ class ThreadActor:
         status, error = "error", {"code": "internal", "message": "the turn was cancelled"}
         with scope:
             if self.core.parent is not None:  # a sub-agent's turn takes one of the daemon's slots
-                slots = self.services.subagent_slots
-                if slots.available_tokens == 0:
-                    await self._emit("turn.waiting", {"turn_id": turn.turn_id, "reason": f"{slots.total_tokens} sub-agent turns are running (max_running_subagents)"})
-                async with slots:
+                slots, tree = self.services.subagent_slots, tree_root(self.services.tree, self.thread_id)
+                if not slots.free_for(tree):
+                    await self._emit("turn.waiting", {"turn_id": turn.turn_id, "reason": f"{slots.total} sub-agent turns are running (max_running_subagents)"})
+                async with slots.held(self.thread_id, tree):
                     status, error = await run_turn(host)
             else:
                 status, error = await run_turn(host)

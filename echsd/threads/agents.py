@@ -5,7 +5,8 @@ its config from an agent type, explicit options and the parent (never a looser t
 or more tools than the parent has), and starts on its first message at once. A parent may
 steer, wait for and kill only its own descendants. ``wait`` is woken by the supervisor's
 turn-finished callback the moment a child's turn ends (no polling), honours its timeout
-exactly, and is cancelled with the parent's turn.
+exactly, and is cancelled with the parent's turn; while it waits, a sub-agent parent lends
+its running slot back (``slots.py``), so waiting parents cannot hold every slot.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from echsd.agent_types import SUBAGENT_INSTRUCTIONS, AgentType
 from echsd.errors import BadRequest, EchsError
 from echsd.threads.config import APPROVALS, WRITES, EffortCatalog, ThreadConfig
 from echsd.threads.effects import TurnEnd
+from echsd.threads.slots import SubagentSlots
 from echsd.tools.base import ToolError
 
 if TYPE_CHECKING:
@@ -29,6 +31,20 @@ Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 def stricter(first: str, second: str, order: Sequence[str]) -> str:
     return first if order.index(first) >= order.index(second) else second
+
+
+def tree_root(tree: ThreadTree, thread_id: str) -> str:
+    """The root of ``thread_id``'s tree, as far as this node knows it (sub-agent slots are
+    shared fairly between trees)."""
+    root = thread_id
+    while True:
+        try:
+            parent = tree.record(root).core.parent
+        except EchsError:  # a parent run by another node
+            return root
+        if parent is None:
+            return root
+        root = parent
 
 
 def agent_view(tree: ThreadTree, agent_id: str) -> dict[str, Any]:
@@ -52,8 +68,10 @@ class ThreadAgents:
         adopt: Adopt,
         emit: Emit,
         catalog: EffortCatalog,
+        slots: SubagentSlots,
     ) -> None:
         self.thread_id = thread_id
+        self._slots = slots
         self._catalog = catalog
         self._tree = tree
         self._config = parent_config
@@ -97,10 +115,11 @@ class ThreadAgents:
 
         remove = self._tree.on_turn_finished(on_change)
         try:
-            with trio.move_on_after(timeout_s if timeout_s is not None else float("inf")) as timer:
-                while not self._settled(wanted, mode):
-                    await changed.wait()
-                    changed = trio.Event()
+            async with self._slots.lent(self.thread_id):  # a waiting parent runs nothing: its children may
+                with trio.move_on_after(timeout_s if timeout_s is not None else float("inf")) as timer:
+                    while not self._settled(wanted, mode):
+                        await changed.wait()
+                        changed = trio.Event()
         finally:
             remove()
         return {"agents": [agent_view(self._tree, agent_id) for agent_id in wanted], "timed_out": timer.cancelled_caught}

@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping, Protocol
 
-import trio
-
 from echsd.agent_types import AgentType
 from echsd.blackboard.board import Blackboard
 from echsd.codex import ModelCatalog, ResponsesClient
@@ -21,6 +19,7 @@ from echsd.threads.approvals import ApprovalBook
 from echsd.threads.config import ConfigRules, ThreadConfig
 from echsd.threads.effects import TurnEnd
 from echsd.threads.record import ThreadRecord
+from echsd.threads.slots import SubagentSlots
 from echsd.tools.base import Tool
 from echsd.tools.registry import McpToolSource
 from echsd.tools.remote import RemoteCalls
@@ -73,7 +72,7 @@ class ActorServices:
     limits: AccountLimits
     remote_calls: RemoteCalls
     agent_types: Mapping[str, AgentType]
-    subagent_slots: trio.CapacityLimiter  # sub-agent turns running at once, daemon-wide
+    subagent_slots: SubagentSlots  # sub-agent turns running at once, daemon-wide, fair between trees
     blackboard: Blackboard  # the daemon's one blackboard; each thread writes in its own name
     mcp: McpToolSource | None = None  # the daemon's MCP servers (config.toml's [mcp_servers])
 

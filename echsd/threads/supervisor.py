@@ -49,6 +49,7 @@ from echsd.threads.loading import read_threads
 from echsd.threads.mailbox import DEFAULT_TIMEOUT_S, Request, error_reply, first_leaf
 from echsd.threads.record import GivenUp, ThreadRecord
 from echsd.threads.services import ActorServices
+from echsd.threads.slots import SubagentSlots
 from echsd.threads.state import ThreadState
 from echsd.tools.base import Tool
 from echsd.tools.registry import McpToolSource, default_tool_names
@@ -103,7 +104,7 @@ class Supervisor:
             limits=self.limits,
             remote_calls=self.remote_calls,
             agent_types=dict(agent_types or SHIPPED),
-            subagent_slots=trio.CapacityLimiter(max(1, tuning.max_running_subagents)),
+            subagent_slots=SubagentSlots(max(1, tuning.max_running_subagents)),
             blackboard=blackboard,
             mcp=mcp,
         )
