@@ -22,6 +22,8 @@ from echsd.blackboard.service import BlackboardService
 from echsd.codex import ResponsesClient
 from echsd.codex.endpoint_memory import FILE_NAME as MEMORY_FILE
 from echsd.codex.endpoint_memory import EndpointMemory
+from echsd.codex.model_keeper import ModelListKeeper
+from echsd.codex.model_list import CACHE_FILE as MODEL_CACHE_FILE
 from echsd.logs import get_logger
 from echsd.mcp.servers import McpServers
 from echsd.service.sdnotify import Notifier
@@ -63,6 +65,7 @@ class Daemon:
     app_server: AppServer | None = None  # the Codex app-server protocol listeners (--app-server)
     cluster: ClusterNode | None = None  # one node of several sharing a PostgreSQL store
     mcp: McpServers | None = None  # the MCP servers of config.toml, shared by the threads
+    model_list: ModelListKeeper | None = None  # keeps the catalog's endpoint layer (tuning.model_list)
     base_url: str | None = None
     _stop: trio.Event = field(default_factory=trio.Event)
     _stopped: trio.Event = field(default_factory=trio.Event)
@@ -107,6 +110,11 @@ class Daemon:
                     idle_timeout_s=settings.tuning.stream_idle_timeout_s,
                     memory=EndpointMemory(endpoint.base_url, settings.state_dir / MEMORY_FILE),
                 )
+                if settings.tuning.model_list:
+                    self.model_list = ModelListKeeper(
+                        client, settings.state_dir / MODEL_CACHE_FILE, min_interval_s=settings.tuning.model_list_interval_s
+                    )
+                    await root.start(self.model_list.run)
                 tuning = settings.tuning
                 board = Blackboard(store, max_value_bytes=tuning.blackboard_max_value_bytes, log_keep=tuning.blackboard_log_keep)
                 self.blackboard = board

@@ -7,12 +7,16 @@ fetched (``<state>/models-cache.json``) and ``[models."NAME"]`` of config.toml.
 from __future__ import annotations
 
 import json
+import os
+import time
+from pathlib import Path
 from typing import Any
 
 import click
 
 from echsd.codex.catalog import ModelCatalog, ModelInfo
-from echsd.settings import PROVIDERS, SettingsError, load_catalog_setting
+from echsd.codex.model_list import CACHE_FILE, read_cache
+from echsd.settings import PROVIDERS, SettingsError, default_state_dir, load_catalog_setting
 
 
 @click.command("models")
@@ -32,6 +36,9 @@ def models(state_dir: str | None, as_json: bool) -> None:
     except SettingsError as exc:
         click.echo(f"echsd: {exc}", err=True)
         raise SystemExit(2) from None
+    listing = read_cache((Path(state_dir) if state_dir else default_state_dir(os.environ)) / CACHE_FILE, None)
+    if listing is not None:
+        catalog.set_listing(listing.models)
     entries = catalog.models()
     if as_json:
         rows = [{**info.to_dict(), "source": catalog.source(info.model), "default_for": default_for(catalog, info.model)} for info in entries]
@@ -42,6 +49,11 @@ def models(state_dir: str | None, as_json: bool) -> None:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    if listing is not None:
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(listing.fetched_at))
+        click.echo(f"\nendpoint: the model list of {listing.base_url} ({len(listing.models)} models), fetched {when} by the daemon")
+    else:
+        click.echo("\nendpoint: no model list fetched yet (the daemon fetches one at start)")
 
 
 def default_for(catalog: ModelCatalog, model: str) -> list[str]:

@@ -78,11 +78,11 @@ def parse_table(name: str, table: Any, where: str, *, kind: str = "models") -> d
         if not isinstance(efforts, list) or not efforts or not all(e in REASONING_EFFORTS for e in efforts):
             raise bad("efforts", f"a list of {', '.join(REASONING_EFFORTS)}")
         values["efforts"] = tuple(dict.fromkeys(efforts))
-    for field, allowed in (("default_effort", REASONING_EFFORTS), ("summary", SUMMARIES), ("verbosity", VERBOSITIES)):
+    for field, allowed in (("default_effort", REASONING_EFFORTS), ("summary", SUMMARIES), ("verbosity", ("none", *VERBOSITIES))):
         if field in table:
             if table[field] not in allowed:
                 raise bad(field, f"one of {', '.join(allowed)}")
-            values[field] = table[field]
+            values[field] = None if field == "verbosity" and table[field] == "none" else table[field]
     for field in ("context_window", "auto_compact_tokens"):
         if field in table:
             if type(table[field]) is not int or table[field] <= 0:

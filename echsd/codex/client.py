@@ -42,6 +42,7 @@ from echsd.codex.endpoint_memory import EndpointMemory
 from echsd.codex.errors import AuthFailed, ModelError, OutputInterrupted, StreamBroken, UpstreamUnavailable
 from echsd.codex.events import OUTPUT_EVENTS, RateLimitsUpdated, ReasoningDropped, StreamEvent, SummaryUnavailable
 from echsd.codex.http import HttpClient, StreamingResponse, TransportFailure
+from echsd.codex.model_list import ListingError, ModelListing, parse_listing
 from echsd.codex.reducer import ResponseReducer
 from echsd.codex.request import ResponsesRequest
 from echsd.codex.retry import Backoff, RetryBudget
@@ -185,14 +186,35 @@ class ResponsesClient:
                 continue
             await budget.wait(budget.charge(error))
 
+    async def model_list(self) -> ModelListing:
+        """``GET`` the endpoint's model list (``Endpoint.models_url``): one attempt, and one
+        more after a credential repair; no retries (the caller keeps the last list)."""
+        url = self.endpoint.models_url
+        for attempt in range(2):
+            sent: dict[str, str] = {}
+            try:
+                sent = await self._headers("application/json", None, None)
+                status, headers, raw = await self._http.get(url, sent)
+                if status != 200:
+                    raise error_from_http(status, headers, raw, url=url)
+                return parse_listing(raw, headers.get("etag"))
+            except TransportFailure as exc:
+                raise _from_transport(exc, delivered=False) from exc
+            except ListingError as exc:
+                raise StreamBroken(f"malformed model list from {url}: {exc}") from None
+            except ModelError as exc:
+                if attempt or not await self._reauthorize(exc, sent):
+                    raise
+        raise AssertionError("unreachable")
+
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def _headers(self, accept: str, session_id: str | None, model: str) -> dict[str, str]:
+    async def _headers(self, accept: str, session_id: str | None, model: str | None) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": accept, **self.endpoint.headers}
         if session_id:
             headers.update({"session-id": session_id, "thread-id": session_id, "x-client-request-id": session_id})
-        if self.endpoint.provider == "codex":
+        if self.endpoint.provider == "codex" and model:
             headers["x-codex-routing-hint"] = f"model={model}"
         headers.update(await self.endpoint.auth.headers(self._http))
         return headers

@@ -1,10 +1,10 @@
 """HTTP for the model endpoint: the one module that imports httpx, and the door to the
 lean streaming path (``h1`` + ``h1io``).
 
-It exposes a tiny surface: a POST that returns the whole body (httpx: compaction, token
-refresh), a streaming POST, and ``TransportFailure`` for every transport-level problem
-(no httpx or trio exception leaks). The streaming POST, the hot path, goes over our own
-HTTP/1.1 connections (``httptools``, keep-alive, TLS from httpx's own context, so the
+It exposes a tiny surface: a POST and a GET that return the whole body (httpx: compaction,
+token refresh, the model list), a streaming POST, and ``TransportFailure`` for every
+transport-level problem (no httpx or trio exception leaks). The streaming POST, the hot
+path, goes over our own HTTP/1.1 connections (``httptools``, keep-alive, TLS from httpx's own context, so the
 same certificates are trusted); where the environment names a proxy for the URL
 (``HTTPS_PROXY`` and friends, as httpx reads them), it goes through httpx as well. Either
 way the read timeout doubles as the stream's idle timeout: no bytes for
@@ -162,6 +162,15 @@ class HttpClient:
         client = self._client
         try:
             response = await client.post(url, content=content, headers=dict(headers))
+        except _httpx().TransportError as exc:
+            raise _translated(url, exc) from exc
+        return response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content
+
+    async def get(self, url: str, headers: Mapping[str, str]) -> tuple[int, dict[str, str], bytes]:
+        """GET and read the whole answer: (status, lower-case headers, body)."""
+        client = self._client
+        try:
+            response = await client.get(url, headers=dict(headers))
         except _httpx().TransportError as exc:
             raise _translated(url, exc) from exc
         return response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra")  # every effort any model takes
 SUMMARIES = ("none", "auto", "concise", "detailed")  # reasoning.summary; none: not asked for
-VERBOSITIES = ("low", "medium", "high")  # text.verbosity
+VERBOSITIES = ("low", "medium", "high")  # text.verbosity ("none" in a table: not sent)
 COMPACT_SHARE = 0.85  # auto-compaction threshold as a share of the context window, unless set
 UNKNOWN_CONTEXT_WINDOW = 128_000
 DEFAULT_PROMPT = "agent"

@@ -1,8 +1,9 @@
 """``[tuning]``: knobs read only from config.toml, each with the range it must stay in.
 
 Every knob has a range outside which some part of the daemon stops working (a zero idle
-timeout fails every turn, a 10-byte frame limit refuses every request). Adding a knob is one
-line in ``Tuning``; a knob added without ``_knob`` accepts any non-negative value of its type.
+timeout fails every turn, a 10-byte frame limit refuses every request); a switch is true or
+false. Adding a knob is one line in ``Tuning``; a number added without ``_knob`` accepts any
+non-negative value of its type.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ class Tuning:
     blackboard_max_value_bytes: int = _knob(1 * MIB, 1024, 64 * MIB)  # one blackboard value, as JSON text
     blackboard_log_keep: int = _knob(10_000, 1, 10**9)  # blackboard changes kept for replay (subscribe {blackboard, since})
     lease_s: float = _knob(10.0, 0.5, 600.0)  # PostgreSQL store: a node silent this long loses its threads to another
+    model_list: bool = True  # fetch the endpoint's model list at start and for models the catalog has not seen
+    model_list_interval_s: float = _knob(60.0, 0.01, DAY_S)  # at least this long between two fetches
+    project_docs: bool = True  # send the AGENTS.md files of a thread's repository (a thread's project_docs may turn it off)
+    project_doc_max_bytes: int = _knob(32 * 1024, 1024, 4 * MIB)  # of AGENTS.md text sent, all files together
 
 
 def tuning_from(table: Any, path: Path) -> Tuning:
@@ -68,6 +73,10 @@ def tuning_from(table: Any, path: Path) -> Tuning:
 
 def _tuning_value(where: str, type_name: Any, metadata: Mapping[str, Any], value: Any) -> Any:
     """A ``[tuning]`` value of the knob's type and within its range, or ``SettingsError``."""
+    if type_name in (bool, "bool"):  # a switch
+        if not isinstance(value, bool):
+            raise SettingsError(f"invalid setting {where}: expected true or false (got {value!r})")
+        return value
     is_float = type_name in (float, "float")
     kind = "a number" if is_float else "an integer"
     low, high = metadata.get("range", (0, None))

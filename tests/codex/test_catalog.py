@@ -184,7 +184,7 @@ context_window = 32768
         ('[models."m"]\ncontext_window = "big"', "models.'m'.context_window must be a positive number of tokens"),
         ('[models."m"]\nreasoning = true', "models.'m' reasons but lists no efforts"),
         ('[models."m"]\nreasoning = true\nefforts = ["maximal"]', "models.'m'.efforts must be a list of none"),
-        ('[models."m"]\nverbosity = "loud"', "models.'m'.verbosity must be one of low, medium, high"),
+        ('[models."m"]\nverbosity = "loud"', "models.'m'.verbosity must be one of none, low, medium, high"),
         ('[models."m"]\nprompt = "../etc/passwd"', "models.'m'.prompt must be the name of a prompt"),
         ('[models."m"]\nshutdown = "soon"', "models.'m'.shutdown must be a date YYYY-MM-DD"),
         ('[models."m"]\ncolour = "red"', "unknown field models.'m'.colour"),

@@ -95,6 +95,46 @@ async def test_backend_refuses_empty_instructions_and_the_client_never_sends_the
     assert text_of(events) == "mock reply to: hi" and mock.requests[-1].path == path
 
 
+async def test_backend_refuses_stored_responses_and_the_client_asks_none(mock: MockUpstream) -> None:
+    path = "/backend-api/codex/responses"
+    assert await post(mock, raw("gpt-5.5", store=True), path) == (400, {"detail": "Store must be set to false"})
+    assert await post(mock, {k: v for k, v in raw("gpt-5.5").items() if k != "store"}, path) == (400, {"detail": "Store must be set to false"})
+    assert (await post(mock, raw("gpt-5.5", store=True)))[0] == 200  # the API stores them
+    backend = Endpoint(mock.base_url.removesuffix("/v1") + "/backend-api/codex", provider="codex")
+    assert not backend.stores_responses and Endpoint(mock.base_url).stores_responses
+
+
+async def test_reasoning_without_encrypted_content_is_refused_as_the_api_does(mock: MockUpstream) -> None:
+    bare = {"type": "reasoning", "summary": []}
+    status, answer = await post(mock, raw("gpt-5.5", input=[user("hi"), bare], reasoning={"effort": "low"}))
+    assert status == 400 and answer["error"]["code"] == "invalid_encrypted_content"
+    with_id = {"type": "reasoning", "id": "rs_8395fc2c", "summary": []}
+    status, answer = await post(mock, raw("gpt-5.5", input=[user("hi"), with_id], reasoning={"effort": "low"}))
+    assert status == 400 and answer["error"] == {
+        "message": "Item with id 'rs_8395fc2c' not found. Items are not persisted when `store` is set to false. "
+        "Try again with `store` set to true, or remove this item from your input.",
+        "type": "invalid_request_error", "param": "input", "code": None}
+    # The client never sends them (they would fail every later request of the thread).
+    client = client_for(mock.base_url)
+    assert text_of(await collect(client, req("gpt-5.5", user("hi"), bare, with_id, reasoning_effort="low"))) == "mock reply to: hi"
+    assert [item["type"] for item in mock.requests[-1].body["input"]] == ["message"]
+
+
+async def test_a_scripted_invalid_encrypted_content_is_repaired_once(mock: MockUpstream) -> None:
+    client = client_for(mock.base_url)
+    script = directive({"steps": [{"reasoning": "plan", "calls": [{"name": "f", "arguments": {}, "call_id": "c1"}]},
+                                  {"text": "after", "fault": "invalid_encrypted_content", "times": 1}]})
+    first = await collect(client, req("gpt-5.5", script, reasoning_effort="medium"))
+    made = [e.item for e in first if isinstance(e, ItemDone)]
+    history = [script, *made, {"type": "function_call_output", "call_id": "c1", "output": "ok"}]
+    events = await collect(client, req("gpt-5.5", *history, reasoning_effort="medium"))
+    refused, resent = mock.requests[-2:]
+    assert "reasoning" in [item["type"] for item in refused.body["input"]]  # carried over, then refused as the API words it
+    [dropped] = of_type(events, ReasoningDropped)
+    assert dropped.removed == 1 and dropped.message.endswith("could not be verified.") and dropped.keys == {made[0]["encrypted_content"]}
+    assert "reasoning" not in [item["type"] for item in resent.body["input"]] and text_of(events) == "after"
+
+
 async def test_unverified_organisation_falls_back_to_no_summary(mock: MockUpstream, tmp_path: Path) -> None:
     unverified = directive({"endpoint": {"org_verified": False}, "steps": [{"reasoning": "thinking", "text": "answer"}]})
     status, answer = await post(mock, raw("gpt-5.5", input=[unverified], reasoning={"effort": "low", "summary": "auto"}))

@@ -248,7 +248,7 @@ def test_directives_and_rules_carry_endpoint_conditions() -> None:
             "'has_credits' and 'unlimited' must be true or false",
         ),
         ({"fault": "usage_limit", "resets_in_seconds": -1}, "expected a non-negative integer"),
-        ({"fault": "explode"}, "expected one of drop, error, failed, http, incomplete, junk, malformed, stall, usage_limit"),
+        ({"fault": "explode"}, "expected one of drop, error, failed, http, incomplete, invalid_encrypted_content, junk, malformed, stall, usage_limit"),
     ]:
         with pytest.raises(ScriptError, match=message):
             select(None, [directive(bad)])

@@ -20,9 +20,10 @@ MODEL = "gpt-5.4"  # its catalog entry asks for summaries (Codex 0.169's own mod
 
 async def turn(daemon: Any, tid: str, text: str) -> Watch:
     async with Watch(daemon, tid) as watch:
+        start = watch.last_seq
         await daemon.service.send(tid, text)
-        await watch.wait_for(lambda e: e.type in ("turn.completed", "turn.error"), timeout=30)
-    assert not watch.of_type("turn.error"), watch.of_type("turn.error")[0].data
+        end = await watch.wait_for(lambda e: e.type in ("turn.completed", "turn.error"), timeout=30, after_seq=start)
+    assert end.type == "turn.completed", end.data
     return watch
 
 

@@ -21,7 +21,8 @@ from typing import Any
 import orjson
 import trio
 
-from echsd.codex.mock.checks import error_body, refusal
+from echsd.codex.mock.checks import encrypted_refusal, error_body, first_encrypted, refusal
+from echsd.codex.mock.listing import API_PATHS, BACKEND_PATH, api_listing, backend_listing, known_models
 from echsd.codex.mock.render import Renderer
 from echsd.codex.mock.script import Fault, Script, ScriptError, Step
 from echsd.codex.mock.selection import encode_compaction, input_items, is_user_message, segment_rounds, select
@@ -32,6 +33,7 @@ log = get_logger(__name__)
 RESPONSES_PATHS = frozenset({"/v1/responses", "/responses", "/backend-api/codex/responses"})
 COMPACT_PATHS = frozenset({"/v1/responses/compact", "/responses/compact", "/backend-api/codex/responses/compact"})
 MAX_RECORDS = 256  # recorded requests kept, newest last
+MAX_LISTINGS = 64  # model list requests kept (apart: a daemon asks at start, whatever a test counts)
 MAX_RECORD_BYTES = 16 << 20  # and at most this much request body among them
 USAGE_LIMIT_TYPES = frozenset({"usage_limit_reached", "usage_not_included"})
 
@@ -48,6 +50,7 @@ class RecordedRequest:
     bearer: str | None = None  # the bearer token itself (in-process only; JSON gets a hash)
     size: int = 0  # bytes of the raw body
     disconnected: trio.Event = field(default_factory=trio.Event)  # the client hung up mid-answer
+    query: str = ""  # the request target after "?"
 
     def to_json(self) -> dict[str, Any]:
         digest = hashlib.sha256(self.bearer.encode()).hexdigest() if self.bearer else None
@@ -59,6 +62,7 @@ class RecordedRequest:
             "bearer_sha256": digest,
             "body": self.body,
             "disconnected": self.disconnected.is_set(),
+            "query": self.query,
         }
 
 
@@ -102,6 +106,8 @@ class MockApp:
         self.accepted_token = require_token  # None: no auth check
         self.inspect = inspect
         self.requests: deque[RecordedRequest] = deque()
+        self.listings: deque[RecordedRequest] = deque(maxlen=MAX_LISTINGS)  # GET .../models, kept apart
+        self.models = known_models(script)
         self.received = 0  # requests ever recorded (the ring forgets old ones)
         self._max_records = max_records
         self._max_record_bytes = max_record_bytes
@@ -118,12 +124,15 @@ class MockApp:
 
     def reset(self) -> None:
         self.requests.clear()
+        self.listings.clear()
         self._record_bytes = 0
         self._fault_counts.clear()
         self._stored.clear()
 
     def handle(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> JsonAnswer | StreamAnswer:
-        path = target.split("?", 1)[0]
+        path, _, query = target.partition("?")
+        if path in API_PATHS or path == BACKEND_PATH:
+            return self._listing(method, path, query, headers)
         if self.inspect and path == "/_mock/requests" and method == "GET":
             return JsonAnswer(200, [r.to_json() for r in self.requests])
         if self.inspect and path == "/_mock/reset" and method == "POST":
@@ -150,13 +159,22 @@ class MockApp:
             return self._compact(body)
         return self._respond(path, body, len(raw), record)
 
+    def _listing(self, method: str, path: str, query: str, headers: dict[str, str]) -> JsonAnswer:
+        """``GET /models``: the API's shape, or the ChatGPT backend's (with an ETag)."""
+        record = _recorded(method, path, headers, None, 0, query)
+        self.listings.append(record)
+        if method != "GET":
+            return JsonAnswer(405, error_body(f"{method} not allowed on {path}"))
+        if self.accepted_token is not None and record.bearer != self.accepted_token:
+            message = "Incorrect API key provided." if record.bearer else "Missing bearer authentication in header."
+            return JsonAnswer(401, error_body(message, code="invalid_api_key"))
+        if path == BACKEND_PATH:
+            body, etag = backend_listing(self.models, self.script)
+            return JsonAnswer(200, body, [("etag", etag)])
+        return JsonAnswer(200, api_listing(self.models))
+
     def _record(self, method: str, path: str, headers: dict[str, str], body: Any, size: int) -> RecordedRequest:
-        shown = dict(headers)
-        scheme = token = None
-        if "authorization" in shown:
-            scheme, _, token = shown["authorization"].partition(" ")
-            shown["authorization"] = f"{scheme} [REDACTED]"
-        record = RecordedRequest(method, path, shown, body, scheme or None, token or None, size)
+        record = _recorded(method, path, headers, body, size)
         self.requests.append(record)
         self._record_bytes += size
         while self.requests and (len(self.requests) > self._max_records or self._record_bytes > self._max_record_bytes):
@@ -181,7 +199,7 @@ class MockApp:
             selection = select(self.script, items)
         except ScriptError as exc:
             return JsonAnswer(400, error_body(str(exc), code="mock_script_error"))
-        refused = refusal(path, body, items, size, selection.conditions)
+        refused = refusal(path, body, items, size, selection.conditions, self.models)
         if refused is not None:
             return JsonAnswer(*refused)
         step, fault = selection.step, selection.step.fault
@@ -193,6 +211,11 @@ class MockApp:
                 self._fault_counts[selection.fault_key] = served + 1
         if fault is not None and fault.kind == "http":
             return _http_fault(fault)
+        if fault is not None and fault.kind == "invalid_encrypted_content":
+            content = first_encrypted(items)  # refused only where there is reasoning to refuse
+            if content is not None:
+                return JsonAnswer(*encrypted_refusal(content))
+            fault = None
         model = body.get("model")
         model = model if isinstance(model, str) else "mock-model"
         renderer = Renderer(step, model=model, input_tokens=max(1, size // 4))
@@ -260,6 +283,16 @@ class MockApp:
                 "expires_in": 3600,
             },
         )
+
+
+def _recorded(method: str, path: str, headers: dict[str, str], body: Any, size: int, query: str = "") -> RecordedRequest:
+    """A request as recorded: the authorization header's credential kept apart, never shown."""
+    shown = dict(headers)
+    scheme = token = None
+    if "authorization" in shown:
+        scheme, _, token = shown["authorization"].partition(" ")
+        shown["authorization"] = f"{scheme} [REDACTED]"
+    return RecordedRequest(method, path, shown, body, scheme or None, token or None, size, query=query)
 
 
 def _http_fault(fault: Fault) -> JsonAnswer:

@@ -1,11 +1,13 @@
 """What the real endpoints refuse, refused the same way (pure): status and body, word for word.
 
-Checked before any step is served, in this order, against the shipped model catalog (a
-model the catalog does not know is taken as accepting anything):
+Checked before any step is served, in this order, against the models the mock knows (the
+shipped catalog's and the script's ``models``, see ``listing``; a model it does not know is
+taken as accepting anything):
 
 - ChatGPT backend path (``/backend-api/codex/responses``): no ``instructions`` or empty
   ones -> 400 ``{"detail": "Instructions are required"}``; ``input`` not a list ->
-  400 ``{"detail": "Input must be a list"}``.
+  400 ``{"detail": "Input must be a list"}``; ``store`` not false -> 400
+  ``{"detail": "Store must be set to false"}``.
 - ``parallel_tool_calls`` without ``tools`` -> 400, ``param: parallel_tool_calls``.
 - a model that does not reason sent ``reasoning`` -> 400 ``unsupported_parameter``
   ("Unsupported parameter: 'reasoning.effort' is not supported with this model.");
@@ -16,7 +18,10 @@ model the catalog does not know is taken as accepting anything):
   ``param: reasoning.summary`` ("Your organization must be verified to generate
   reasoning summaries. ...").
 - a reasoning item whose encrypted content the mock made for another model -> 400
-  ``invalid_encrypted_content`` ("The encrypted content gAAA...DQ== could not be verified.").
+  ``invalid_encrypted_content`` ("The encrypted content gAAA...DQ== could not be verified.");
+  with ``store: false``, one without encrypted content: with an id, 400 "Item with id
+  'rs_...' not found. Items are not persisted when `store` is set to false. ..." (``param:
+  input``), without one, 400 ``invalid_encrypted_content``.
 - an input estimated (4 bytes a token) past the context window (the conditions', else the
   catalog's) -> 400 ``context_length_exceeded``.
 """
@@ -26,8 +31,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from echsd.codex.catalog import default_catalog
-from echsd.codex.mock.script import Conditions
+from typing import Mapping
+
+from echsd.codex.mock.script import Conditions, ListedModel
 
 CODEX_BACKEND_PREFIX = "/backend-api/codex"
 ENCRYPTED_PREFIX = "mockenc:"
@@ -37,6 +43,7 @@ VERIFY_MESSAGE = (
     "If you just verified, it can take up to 15 minutes for access to propagate."
 )
 CONTEXT_MESSAGE = "Your input exceeds the context window of this model. Please adjust your input and try again."
+UNREADABLE_MESSAGE = "The encrypted content could not be verified. Reason: Encrypted content could not be decrypted or parsed."
 
 Refusal = tuple[int, dict[str, Any]]
 
@@ -79,14 +86,16 @@ def _backend(path: str, body: dict[str, Any]) -> Refusal | None:
         return 400, {"detail": "Instructions are required"}
     if not isinstance(body.get("input"), list):
         return 400, {"detail": "Input must be a list"}
+    if body.get("store") is not False:
+        return 400, {"detail": "Store must be set to false"}
     return None
 
 
-def _reasoning(body: dict[str, Any], model: str, conditions: Conditions) -> Refusal | None:
-    info = default_catalog().lookup(model)
+def _reasoning(body: dict[str, Any], info: ListedModel | None, conditions: Conditions) -> Refusal | None:
+    model = body.get("model")
     reasoning = body.get("reasoning")
     include = body.get("include")
-    if info is not None and not info.reasoning:
+    if info is not None and info.efforts == ():
         if reasoning is not None:
             message = "Unsupported parameter: 'reasoning.effort' is not supported with this model."
             return 400, error_body(message, code="unsupported_parameter", param="reasoning.effort")
@@ -95,7 +104,7 @@ def _reasoning(body: dict[str, Any], model: str, conditions: Conditions) -> Refu
     if not isinstance(reasoning, dict):
         return None
     effort = reasoning.get("effort")
-    if info is not None and effort is not None and effort not in info.efforts:
+    if info is not None and info.efforts is not None and effort is not None and effort not in info.efforts:
         message = (
             f"Unsupported value: '{effort}' is not supported with the '{model}' model. "
             f"Supported values are: {_listing(info.efforts)}."
@@ -106,32 +115,58 @@ def _reasoning(body: dict[str, Any], model: str, conditions: Conditions) -> Refu
     return None
 
 
-def _encrypted(items: list[Any], model: str) -> Refusal | None:
+def _encrypted(items: list[Any], model: str, stored: bool) -> Refusal | None:
     for item in items:
         if isinstance(item, dict) and item.get("type") == "reasoning":
             content = item.get("encrypted_content")
+            if not content and not stored:
+                if item.get("id"):
+                    message = (
+                        f"Item with id '{item['id']}' not found. Items are not persisted when `store` is set to false. "
+                        "Try again with `store` set to true, or remove this item from your input."
+                    )
+                    return 400, error_body(message, param="input")
+                return 400, error_body(UNREADABLE_MESSAGE, code="invalid_encrypted_content")
             made_for = _made_for(content)
             if made_for is not None and made_for != model:
-                message = f"The encrypted content {_abbreviated(content)} could not be verified."
-                return 400, error_body(message, code="invalid_encrypted_content")
+                return encrypted_refusal(content)
     return None
 
 
-def _context(model: str, size: int, conditions: Conditions) -> Refusal | None:
+def encrypted_refusal(content: str) -> Refusal:
+    """The endpoint cannot read this reasoning (another model's, or a key it no longer has)."""
+    return 400, error_body(f"The encrypted content {_abbreviated(content)} could not be verified.", code="invalid_encrypted_content")
+
+
+def first_encrypted(items: list[Any]) -> str | None:
+    return next(
+        (item["encrypted_content"] for item in items if isinstance(item, dict) and item.get("type") == "reasoning" and isinstance(item.get("encrypted_content"), str) and item["encrypted_content"]),
+        None,
+    )
+
+
+def _context(info: ListedModel | None, size: int, conditions: Conditions) -> Refusal | None:
     window = conditions.context_window
     if window is None:
-        info = default_catalog().lookup(model)
         window = info.context_window if info is not None else None
     if window is not None and size // 4 > window:
         return 400, error_body(CONTEXT_MESSAGE, code="context_length_exceeded", param="input")
     return None
 
 
-def refusal(path: str, body: dict[str, Any], items: list[Any], size: int, conditions: Conditions) -> Refusal | None:
+def refusal(
+    path: str, body: dict[str, Any], items: list[Any], size: int, conditions: Conditions, models: Mapping[str, ListedModel]
+) -> Refusal | None:
     """The real endpoint's answer to a request it refuses, or None to serve it."""
     model = body.get("model") if isinstance(body.get("model"), str) else ""
+    info = models.get(model)
     found = _backend(path, body)
     if found is None and body.get("parallel_tool_calls") is not None and not body.get("tools"):
         message = "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when 'tools' are specified."
         found = 400, error_body(message, param="parallel_tool_calls")
-    return found or _reasoning(body, model, conditions) or _encrypted(items, model) or _context(model, size, conditions)
+    return (
+        found
+        or _reasoning(body, info, conditions)
+        or _encrypted(items, model, body.get("store") is True)
+        or _context(info, size, conditions)
+    )

@@ -15,8 +15,9 @@ import orjson
 
 STREAM_FAULTS = frozenset({"drop", "stall", "malformed"})
 TERMINAL_FAULTS = frozenset({"failed", "incomplete", "error", "usage_limit"})
+REFUSAL_FAULTS = frozenset({"invalid_encrypted_content"})  # an HTTP 400 as the real endpoint words it
 INLINE_FAULTS = frozenset({"junk"})  # the stream goes on after them
-FAULT_KINDS = STREAM_FAULTS | TERMINAL_FAULTS | INLINE_FAULTS | {"http"}
+FAULT_KINDS = STREAM_FAULTS | TERMINAL_FAULTS | INLINE_FAULTS | REFUSAL_FAULTS | {"http"}
 _FAULT_FIELDS = ("status", "retry_after", "message", "code", "reason", "after_deltas", "error_type", "resets_in_seconds")
 _STEP_FIELDS = frozenset(
     {"text", "deltas", "delay_ms", "repeat", "reasoning", "calls", "usage", "ttfb_ms", "rate_limits", "chunks", "fault", "times"}
@@ -107,10 +108,23 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class ListedModel:
+    """A model the mock's ``/models`` lists beside the shipped catalog's, and what it takes."""
+
+    name: str
+    efforts: tuple[str, ...] | None = None  # None: any effort; (): the model does not reason
+    default_effort: str | None = None
+    context_window: int | None = None  # None: no limit
+    verbosity: str | None = None
+    hidden: bool = False  # the ChatGPT backend lists it with visibility "hide"
+
+
+@dataclass(frozen=True)
 class Script:
     rules: tuple[Rule, ...] = ()
     default: tuple[Step, ...] | None = None
     conditions: Conditions = Conditions()
+    models: tuple[ListedModel, ...] = ()
 
 
 # ---------------------------------------------------------------- parsing
@@ -324,9 +338,33 @@ def parse_directive(obj: Any, where: str, base: Conditions = Conditions()) -> tu
     return (parse_step(rest, where) if rest else Step(),), conditions
 
 
+def _listed_model(obj: Any, where: str) -> ListedModel:
+    """``"gpt-6.9-test"`` or ``{"id", "efforts"?, "default_effort"?, "context_window"?, "verbosity"?, "hidden"?}``."""
+    if isinstance(obj, str) and obj:
+        return ListedModel(obj)
+    _expect(obj, dict, where, "a model name or an object with 'id'")
+    unknown = set(obj) - {"id", "efforts", "default_effort", "context_window", "verbosity", "hidden"}
+    if unknown:
+        raise ScriptError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    model = ListedModel(_expect(obj.get("id"), str, f"{where}.id", "a model name"))
+    if "efforts" in obj:
+        efforts = _expect(obj["efforts"], list, f"{where}.efforts", "a list of efforts")
+        model = replace(model, efforts=tuple(_expect(e, str, f"{where}.efforts", "an effort") for e in efforts))
+    for name in ("default_effort", "verbosity"):
+        if name in obj:
+            model = replace(model, **{name: _expect(obj[name], str, f"{where}.{name}", "a string")})
+    if "context_window" in obj:
+        model = replace(model, context_window=_count(obj["context_window"], f"{where}.context_window"))
+    if "hidden" in obj:
+        if not isinstance(obj["hidden"], bool):
+            raise ScriptError(f"{where}.hidden: expected true or false, got {obj['hidden']!r}")
+        model = replace(model, hidden=obj["hidden"])
+    return model
+
+
 def parse_script(doc: Any, where: str = "script") -> Script:
-    _expect(doc, dict, where, "an object with 'rules', 'default' and/or 'endpoint'")
-    unknown = set(doc) - {"rules", "default", "endpoint"}
+    _expect(doc, dict, where, "an object with 'rules', 'default', 'endpoint' and/or 'models'")
+    unknown = set(doc) - {"rules", "default", "endpoint", "models"}
     if unknown:
         raise ScriptError(f"{where}: unknown field {sorted(unknown)[0]!r}")
     conditions = parse_conditions(doc["endpoint"], f"{where}.endpoint") if "endpoint" in doc else Conditions()
@@ -341,7 +379,9 @@ def parse_script(doc: Any, where: str = "script") -> Script:
         rule_conditions = parse_conditions(rule["endpoint"], f"{at}.endpoint", conditions) if "endpoint" in rule else conditions
         rules.append(Rule(match, parse_steps(rule.get("steps", []), at), rule_conditions))
     default = doc.get("default")
-    return Script(tuple(rules), None if default is None else parse_steps(default, f"{where}.default"), conditions)
+    listed = _expect(doc.get("models", []), list, f"{where}.models", "a list of models")
+    models = tuple(_listed_model(entry, f"{where}.models[{i}]") for i, entry in enumerate(listed))
+    return Script(tuple(rules), None if default is None else parse_steps(default, f"{where}.default"), conditions, models)
 
 
 def load_script(path: str | Path) -> Script:
