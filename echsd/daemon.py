@@ -93,7 +93,9 @@ class Daemon:
             server.close()
             raise
         self.store = store
-        use_group_registry(settings.state_dir / "run" / "groups")  # and kill a crashed run's leftovers
+        # ... and kill a crashed run's leftovers; as echsd serve (its signals are its own) it
+        # may own a cgroup it has to itself, and kill what escapes into it (tools/strays.py)
+        use_group_registry(settings.state_dir / "run" / "groups", claim_cgroup=handle_signals)
         store.writer.set_on_commit(self.hub.publish)
         try:
             async with trio.open_nursery() as root:

@@ -7,7 +7,9 @@ keeps the first that works (``containment_probe.py``; ``echs status`` shows its 
 
 - ``cgroup``: a cgroup v2 directory per command, below a per-daemon directory
   (``echsd-PID-STARTTIME``) in the daemon's own cgroup. A process cannot leave a cgroup
-  without write access to an ancestor's ``cgroup.procs``. Killing writes ``cgroup.kill``
+  without write access to an ancestor's ``cgroup.procs``; where it has it (a tree delegated
+  to the daemon's user), whatever left its command's cgroup is found and killed by the
+  sweep of ``strays.py`` after every command. Killing writes ``cgroup.kill``
   (Linux 5.14+; older kernels: freeze, SIGKILL every member, thaw); the command is gone
   when ``cgroup.events`` says ``populated 0``. The command enters its cgroup through a
   one-line ``sh`` launcher before it execs, so it never runs outside.
@@ -29,7 +31,9 @@ What works where:
   works too, as root and as an unprivileged user (``unshare --user --map-current-user``,
   util-linux 2.38). As user ``nobody`` in a cgroup chowned the way systemd's
   ``Delegate=yes`` chowns one (the directory, its ``cgroup.procs``, ``cgroup.threads`` and
-  ``cgroup.subtree_control``), ``cgroup`` is picked and kills setsid escapes; as
+  ``cgroup.subtree_control``), ``cgroup`` is picked and kills setsid escapes; a command
+  can then also move itself anywhere in that tree, which the sweep of ``strays.py`` undoes
+  (``tests/tools/test_delegation.py`` runs ``echsd serve`` as ``nobody`` in such a tree); as
   ``nobody`` in the root-owned v2 root, ``pidns`` is picked and does the same.
 - A systemd user service (``systemd/echsd.service``, ``Delegate=yes``), by systemd's
   delegation rules (not tried here: PID 1 is not systemd): the daemon runs in
@@ -54,12 +58,12 @@ import itertools
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Collection
 
 import trio
 
 from echsd.logs import get_logger
-from echsd.tools import procfs
+from echsd.tools import procfs, strays
 
 log = get_logger(__name__)
 
@@ -233,6 +237,11 @@ class Containment:
         """Whether a process in cgroup ``cgroup_id`` was in one of our enclosures."""
         return False
 
+    def sweep(self, live: Collection[Path], leaders: Collection[int] = ()) -> list[int]:
+        """Kill what left the cgroups of its command (``live``: the cgroups of the commands
+        still running, ``leaders`` their first processes); the pids killed."""
+        return []
+
 
 _command_numbers = itertools.count(1)
 
@@ -243,7 +252,17 @@ class CgroupContainment(Containment):
     def __init__(self, parent: Path, parent_id: str) -> None:
         self.parent = parent
         self.parent_id = parent_id
+        self.tree = parent  # what the sweep searches: this directory, or the whole tree we own
+        self.leaf: Path | None = None  # the daemon's own cgroup, once it moved into one
         self.detail = f"a cgroup v2 per command under {parent}"
+
+    def own(self, tree: Path, leaf: Path) -> None:
+        """The daemon moved into ``leaf`` and owns ``tree``: the sweep searches all of it."""
+        self.tree, self.leaf = tree, leaf
+        self.detail += f"; the daemon owns {tree} (it lives in {leaf.name}/) and kills whatever else appears in it"
+
+    def sweep(self, live: Collection[Path], leaders: Collection[int] = ()) -> list[int]:
+        return strays.sweep(self.tree, self.leaf, live, leaders)
 
     def prepare(self, argv: list[str], tty_path: str | None = None) -> Prepared:
         self.parent.mkdir(exist_ok=True)
@@ -259,7 +278,7 @@ class CgroupContainment(Containment):
         return Prepared(wrapped, self.name, path, f"{self.parent_id.rstrip('/')}/{name}")
 
     def close(self) -> None:
-        if not any(self.parent.glob("cmd-*")):  # other daemons of this process may use it
+        if self.leaf is None and not any(self.parent.glob("cmd-*")):  # other daemons of this process may use it
             remove_cgroup(self.parent)
 
     def holds(self, cgroup_id: str) -> bool:

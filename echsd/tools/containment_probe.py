@@ -8,6 +8,7 @@ in any way (or hangs: every read has a deadline) only rules its mechanism out. A
 
 from __future__ import annotations
 
+import functools
 import os
 import select
 import shutil
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 
 from echsd.logs import get_logger
-from echsd.tools import procfs
+from echsd.tools import procfs, strays
 from echsd.tools.containment import (
     PIDNS,
     CgroupContainment,
@@ -32,13 +33,15 @@ log = get_logger(__name__)
 PROBE_TIMEOUT_S = 5.0
 
 
-def detect_containment() -> Containment:
-    """The best mechanism that works here, tried for real (a few ms)."""
-    for probe in (probe_cgroup, probe_pid_namespace):
+def detect_containment(*, claim: bool = False) -> Containment:
+    """The best mechanism that works here, tried for real (a few ms). ``claim``: the daemon
+    is this process's program (``echsd serve``) and may take a cgroup it has to itself
+    (``strays.py``); an embedding program (the tests) keeps its cgroup."""
+    for probe in (functools.partial(probe_cgroup, claim=claim), probe_pid_namespace):
         try:
             found = probe()
         except Exception as exc:  # a probe must never stop the daemon from starting
-            log.info("containment probe failed", probe=probe.__name__, error=f"{type(exc).__name__}: {exc}")
+            log.info("containment probe failed", probe=getattr(probe, "__name__", "probe_cgroup"), error=f"{type(exc).__name__}: {exc}")
             continue
         if found is not None:
             log.info("tool containment", mechanism=found.name, detail=found.detail)
@@ -68,12 +71,13 @@ def own_cgroup() -> tuple[Path, str] | None:
     return None
 
 
-def probe_cgroup() -> CgroupContainment | None:
+def probe_cgroup(*, claim: bool = False) -> CgroupContainment | None:
     found = own_cgroup()
     if found is None or not os.access(found[0], os.W_OK):
         log.info("no writable cgroup v2 directory", cgroup=str(found[0]) if found else None)
         return None
     base, base_id = found
+    dead_owner = strays.had_owner(base, _of_dead_daemon)
     sweep_dead_daemon_cgroups(base)
     me = os.getpid()
     name = f"echsd-{me}-{procfs.start_time(me)}"
@@ -84,6 +88,10 @@ def probe_cgroup() -> CgroupContainment | None:
     except BaseException:
         containment.close()
         raise
+    leaf = strays.claim_tree(base, base / name, dead_owner) if claim else None
+    if leaf is not None:
+        containment.own(base, leaf)
+        containment.sweep(())  # a dead owner's leftovers
     return containment
 
 
@@ -153,14 +161,19 @@ def _read_until(fd: int, marker: bytes, timeout_s: float) -> bytes:
         data += chunk
 
 
+def _of_dead_daemon(directory: Path) -> bool:
+    """Whether ``directory`` (``echsd-PID-START``) is the per-daemon cgroup of a daemon that died."""
+    _, pid_text, start_text = directory.name.split("-", 2)
+    return pid_text.isdigit() and str(procfs.start_time(int(pid_text))) != start_text
+
+
 def sweep_dead_daemon_cgroups(base: Path) -> int:
     """Kill and remove what is left in the per-daemon cgroups (``echsd-PID-START``) of
     daemons that are gone: a SIGKILLed daemon's commands die even if the registry never
     heard of them (e.g. killed between a spawn and its registration)."""
     swept = 0
     for parent in base.glob("echsd-*-*"):
-        _, pid_text, start_text = parent.name.split("-", 2)
-        if not pid_text.isdigit() or str(procfs.start_time(int(pid_text))) == start_text:
+        if not _of_dead_daemon(parent):
             continue  # not ours, or that daemon (maybe this very process) is alive
         try:
             commands = [child for child in parent.iterdir() if child.is_dir()]

@@ -22,6 +22,7 @@ from typing import Any
 
 import trio
 
+from echsd.tools import strays
 from echsd.tools.base import ToolContext, ToolError, ToolResult, ToolSpec
 from echsd.tools.fsaccess import Budget, off_loop, os_error_text, resolve, whole_number
 from echsd.tools.grep_walk import walk_matches
@@ -102,9 +103,11 @@ async def ripgrep(rg: str, pattern: str, include: str | None, search_path: str, 
         argv += ["--glob", include]
     argv += ["--", search_path]
     try:
-        process = await trio.lowlevel.open_process(
-            argv, cwd=str(cwd), env=command_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
+        with strays.starting():  # the daemon's own helper, not a command that escaped
+            process = await trio.lowlevel.open_process(
+                argv, cwd=str(cwd), env=command_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+            strays.daemon_helper(process.pid)
     except OSError as exc:
         raise ToolError(f"failed to launch ripgrep at `{rg}`: {os_error_text(exc)}") from None
     out, err = bytearray(), bytearray()

@@ -32,7 +32,7 @@ from typing import Mapping, Protocol
 import trio
 
 from echsd.logs import get_logger
-from echsd.tools import procfs
+from echsd.tools import procfs, strays
 from echsd.tools.containment import PIDNS, Containment, Enclosure, Prepared
 from echsd.tools.containment_probe import detect_containment
 from echsd.tools.groups import GroupRegistry
@@ -73,6 +73,12 @@ class ToolProcesses:
 
         ``pipes``: stdin, stdout and stderr are three pipes of their own (``stdin``,
         ``output``, ``errors``), for a program spoken to over stdio (an MCP server)."""
+        with strays.starting():  # no sweep takes it for a stray before it is known
+            return await self._spawn(argv, cwd=cwd, env=env, tty=tty, sandbox=sandbox, pipes=pipes)
+
+    async def _spawn(
+        self, argv: list[str], *, cwd: str, env: Mapping[str, str], tty: bool, sandbox: SandboxPolicy | None, pipes: bool
+    ) -> "ContainedProcess":
         if pipes:
             return await self._spawn_piped(argv, self.containment.prepare(argv, None), cwd, env, sandbox)
         master = slave = None
@@ -176,6 +182,12 @@ class ToolProcesses:
         self.recent.append(enclosure.leader)
         if self.registry is not None:
             self.registry.remove(enclosure)
+        strays.when_idle(self.sweep_strays)
+
+    def sweep_strays(self) -> None:
+        """Kill whatever left its command's cgroup (``strays.py``), then reap."""
+        live = [enclosure.cgroup for enclosure in self.live.values() if enclosure.cgroup is not None]
+        self.recent.extend(self.containment.sweep(live, list(self.live)))
         self.reap_orphans()
 
     def reap_orphans(self) -> None:
@@ -186,7 +198,7 @@ class ToolProcesses:
         def ours(pid: int, stat: procfs.ProcStat) -> bool:
             if pid in self.live:
                 return False  # a leader: trio reaps it
-            if stat.pgrp in self.live or stat.pgrp in self.recent:
+            if stat.pgrp in self.live or stat.pgrp in self.recent or pid in self.recent:
                 return True
             cgroup_id = procfs.cgroup_of(pid)
             return cgroup_id is not None and self.containment.holds(cgroup_id)
@@ -198,6 +210,7 @@ class ToolProcesses:
         them empty and unregister them as they are cancelled)."""
         for enclosure in list(self.live.values()):
             enclosure.kill()
+        self.containment.sweep(())
 
 
 class ContainedProcess:
@@ -287,12 +300,13 @@ def tool_processes() -> ToolProcesses:
     return _table
 
 
-def use_group_registry(directory: Path) -> int:
+def use_group_registry(directory: Path, *, claim_cgroup: bool = False) -> int:
     """At daemon start: detect the containment mechanism (once per process), record live
     enclosures under ``directory`` from now on, and first kill what a crashed run left.
-    Returns the number of leftover enclosures killed."""
+    ``claim_cgroup``: the daemon is the process's program and may own its cgroup
+    (``strays.py``). Returns the number of leftover enclosures killed."""
     global _table
-    containment = _table.containment if _table is not None else detect_containment()
+    containment = _table.containment if _table is not None else detect_containment(claim=claim_cgroup)
     registry = GroupRegistry(directory)
     _table = ToolProcesses(containment, registry, sandbox=_table.sandbox if _table is not None else SandboxRuntime())
     return registry.kill_leftovers()

@@ -23,6 +23,7 @@ import trio
 
 from echsd.logs import get_logger
 from echsd.tools.sandbox.forkserver import LENGTH, SPAWN
+from echsd.tools.strays import daemon_helper
 
 log = get_logger(__name__)
 
@@ -124,6 +125,7 @@ class ForkServer:
                 finally:
                     theirs.close()
                 self._control = trio.socket.from_stdlib_socket(ours)
+                daemon_helper(self._process.pid)  # the daemon's own: not a command that escaped
                 log.info("sandbox fork server started", pid=self._process.pid)
             return self._control
 
