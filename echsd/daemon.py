@@ -26,6 +26,7 @@ from echsd.codex.model_keeper import ModelListKeeper
 from echsd.codex.model_list import CACHE_FILE as MODEL_CACHE_FILE
 from echsd.logs import get_logger
 from echsd.mcp.servers import McpServers
+from echsd.service import gc_policy
 from echsd.service.sdnotify import Notifier
 from echsd.settings import Settings
 from echsd.store import Store
@@ -67,6 +68,7 @@ class Daemon:
     mcp: McpServers | None = None  # the MCP servers of config.toml, shared by the threads
     model_list: ModelListKeeper | None = None  # keeps the catalog's endpoint layer (tuning.model_list)
     base_url: str | None = None
+    settle_gc: bool = False  # echsd serve: once ready, freeze what start-up loaded (gc_policy)
     _stop: trio.Event = field(default_factory=trio.Event)
     _stopped: trio.Event = field(default_factory=trio.Event)
 
@@ -147,6 +149,8 @@ class Daemon:
                     state_dir=str(settings.state_dir),
                     app_server=app_server.urls,
                 )
+                if self.settle_gc:
+                    gc_policy.settle()
                 notifier.notify("READY=1", "STATUS=ready")  # systemd (Type=notify): listeners accept now
                 if notifier.watchdog_s:
                     root.start_soon(notifier.watchdog)

@@ -33,10 +33,12 @@ def serve(log_level: str | None, log_format: str | None, **flags: Any) -> None:
 
     from echsd.daemon import Daemon
     from echsd.errors import EchsError
+    from echsd.service import gc_policy
     from echsd.threads.mailbox import first_leaf
 
+    gc_policy.tune()
     try:
-        trio.run(lambda: Daemon(settings).run(handle_signals=True))
+        trio.run(lambda: Daemon(settings, settle_gc=True).run(handle_signals=True))
     except BaseException as exc:  # one clear line for start-up failures we understand
         cause = first_leaf(exc)
         if isinstance(cause, EchsError):  # another daemon running, store unusable, token file...
