@@ -97,7 +97,7 @@ class Daemon:
         self.store = store
         # ... and kill a crashed run's leftovers; as echsd serve (its signals are its own) it
         # may own a cgroup it has to itself, and kill what escapes into it (tools/strays.py)
-        use_group_registry(settings.state_dir / "run" / "groups", claim_cgroup=handle_signals)
+        use_group_registry(settings.state_dir / "run" / "groups", claim_cgroup=handle_signals, env_policy=settings.env_policy)
         store.writer.set_on_commit(self.hub.publish)
         try:
             async with trio.open_nursery() as root:

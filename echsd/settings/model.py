@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from echsd.agent_types import AgentType
 from echsd.settings.addresses import ListenAddress
 from echsd.settings.tuning import Tuning
+from echsd.tools.envpolicy import EnvPolicy
 
 if TYPE_CHECKING:
     from echsd.codex.catalog import ModelCatalog
@@ -38,6 +39,7 @@ class Settings:
     catalog: ModelCatalog = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
     agent_types: dict[str, AgentType] = field(default_factory=dict, repr=False, compare=False)
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict, repr=False, compare=False)
+    env_policy: EnvPolicy = field(default_factory=EnvPolicy)  # [tools]: the environment tool commands see
 
     @property
     def db_path(self) -> Path:

@@ -14,6 +14,7 @@ from typing import Any, Callable
 from echsd.agent_types import AgentTypeError, load_agent_types
 from echsd.settings.errors import SettingsError
 from echsd.settings.tuning import tuning_from
+from echsd.tools.envpolicy import env_policy_from
 
 
 @dataclass(frozen=True)
@@ -52,11 +53,20 @@ def mcp_servers_from(table: Any, path: Path) -> Any:
         raise SettingsError(str(exc)) from None
 
 
+def tools_from(table: Any, path: Path) -> Any:
+    """``[tools]``: which environment variables tool commands see (``env_exclude``, ``env_include``)."""
+    try:
+        return env_policy_from(table, str(path))
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 SECTIONS: tuple[Section, ...] = (
     Section("tuning", "tuning", tuning_from),
     Section("models", "catalog", catalog_from),
     Section("agent_types", "agent_types", agent_types_from),
     Section("mcp_servers", "mcp_servers", mcp_servers_from),
+    Section("tools", "env_policy", tools_from),
 )
 
 

@@ -35,6 +35,7 @@ from echsd.logs import get_logger
 from echsd.tools import procfs, strays
 from echsd.tools.containment import PIDNS, Containment, Enclosure, Prepared
 from echsd.tools.containment_probe import detect_containment
+from echsd.tools.envpolicy import EnvPolicy
 from echsd.tools.groups import GroupRegistry
 from echsd.tools.sandbox.policy import SandboxPolicy
 from echsd.tools.sandbox.runtime import SandboxRuntime
@@ -43,7 +44,6 @@ log = get_logger(__name__)
 
 READ_CHUNK = 65536
 PTY_ROWS, PTY_COLUMNS = 24, 80  # Codex's pty size
-SECRET_ENV = ("OPENAI_API_KEY", "ECHS_TOKEN", "ECHS_STORE", "PGPASSWORD")  # never in a tool command's environment
 RECENT_LEADERS = 256  # process groups whose orphans are still recognised as ours
 # What Codex sets for its exec sessions: no colours, no pagers, a terminal nobody drives.
 COMMAND_ENV = {"NO_COLOR": "1", "TERM": "dumb", "COLORTERM": "", "PAGER": "cat", "GIT_PAGER": "cat", "GH_PAGER": "cat"}
@@ -64,6 +64,7 @@ class ToolProcesses:
     live: dict[int, Enclosure] = field(default_factory=dict)
     recent: deque[int] = field(default_factory=lambda: deque(maxlen=RECENT_LEADERS))
     sandbox: SandboxRuntime = field(default_factory=SandboxRuntime)
+    env_policy: EnvPolicy = field(default_factory=EnvPolicy)  # what commands see of our environment
 
     async def spawn(
         self, argv: list[str], *, cwd: str, env: Mapping[str, str], tty: bool, sandbox: SandboxPolicy | None = None, pipes: bool = False
@@ -300,15 +301,18 @@ def tool_processes() -> ToolProcesses:
     return _table
 
 
-def use_group_registry(directory: Path, *, claim_cgroup: bool = False) -> int:
+def use_group_registry(directory: Path, *, claim_cgroup: bool = False, env_policy: EnvPolicy | None = None) -> int:
     """At daemon start: detect the containment mechanism (once per process), record live
     enclosures under ``directory`` from now on, and first kill what a crashed run left.
     ``claim_cgroup``: the daemon is the process's program and may own its cgroup
-    (``strays.py``). Returns the number of leftover enclosures killed."""
+    (``strays.py``); ``env_policy``: what commands see of the environment. Returns the
+    number of leftover enclosures killed."""
     global _table
     containment = _table.containment if _table is not None else detect_containment(claim=claim_cgroup)
     registry = GroupRegistry(directory)
-    _table = ToolProcesses(containment, registry, sandbox=_table.sandbox if _table is not None else SandboxRuntime())
+    _table = ToolProcesses(
+        containment, registry, sandbox=_table.sandbox if _table is not None else SandboxRuntime(), env_policy=env_policy or EnvPolicy()
+    )
     return registry.kill_leftovers()
 
 
@@ -349,8 +353,9 @@ def shell_argv(command: str, *, shell: str | None = None, login: bool = False) -
 
 
 def command_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The daemon's environment minus our secrets, with pagers and colours off."""
-    env = {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
+    """The daemon's environment as the ``[tools]`` policy lets commands see it (never our
+    secrets), with pagers and colours off."""
+    env = tool_processes().env_policy.apply(os.environ)
     env.update(COMMAND_ENV)
     if extra:
         env.update(extra)
