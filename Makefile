@@ -43,10 +43,11 @@ bench-quick: $(BENCH_STAMP)
 soak: $(STAMP)
 	$(BIN)/python -m bench.soak --duration $(DURATION) $(ARGS)
 
-# The real Codex TUI against `echsd serve --app-server` (tests/appserver/test_tui.py): the
-# Codex CLI is installed from npm into a cache directory first (bin/install-codex-cli).
+# The real Codex CLI against echsd: its TUI against `echsd serve --app-server`
+# (tests/appserver/test_tui.py), and as an MCP client of `echsd mcp` (tests/mcp/test_codex_interop.py).
+# The Codex CLI is installed from npm into a cache directory first (bin/install-codex-cli).
 interop: $(STAMP)
-	codex="$$(bin/install-codex-cli)" && ECHS_CODEX_BIN="$$codex" $(BIN)/python -m pytest tests/appserver/test_tui.py -ra -m interop $(ARGS)
+	codex="$$(bin/install-codex-cli)" && ECHS_CODEX_BIN="$$codex" $(BIN)/python -m pytest tests/appserver/test_tui.py tests/mcp/test_codex_interop.py -ra -m interop $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

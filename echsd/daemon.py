@@ -25,6 +25,7 @@ from echsd.codex.endpoint_memory import EndpointMemory
 from echsd.codex.model_keeper import ModelListKeeper
 from echsd.codex.model_list import CACHE_FILE as MODEL_CACHE_FILE
 from echsd.logs import get_logger
+from echsd.mcp.door.http import McpHttpDoor
 from echsd.mcp.servers import McpServers
 from echsd.service import gc_policy
 from echsd.service.sdnotify import Notifier
@@ -67,6 +68,7 @@ class Daemon:
     cluster: ClusterNode | None = None  # one node of several sharing a PostgreSQL store
     mcp: McpServers | None = None  # the MCP servers of config.toml, shared by the threads
     model_list: ModelListKeeper | None = None  # keeps the catalog's endpoint layer (tuning.model_list)
+    mcp_door: McpHttpDoor | None = None  # echsd's own MCP tools over streamable HTTP (--mcp)
     base_url: str | None = None
     settle_gc: bool = False  # echsd serve: once ready, freeze what start-up loaded (gc_policy)
     _stop: trio.Event = field(default_factory=trio.Event)
@@ -87,10 +89,13 @@ class Daemon:
         server = self.server = WireServer(settings)
         await server.bind()  # first: a second daemon on this state dir stops here
         app_server = self.app_server = AppServer(settings, admission=server.admission)
+        mcp_door = self.mcp_door = McpHttpDoor(settings)
         try:
             await app_server.bind()
+            mcp_door.bind()
             store = Store.open(settings.store_url, node_id=settings.node_id)
         except BaseException:
+            mcp_door.close()
             app_server.close()
             server.close()
             raise
@@ -139,6 +144,7 @@ class Daemon:
                 boards = BlackboardService(board, page_bytes=tuning.max_message_bytes // 2)
                 await root.start(server.serve, WireContext(self.service, self.hub, store, settings, boards, self.peers))
                 await root.start(app_server.serve, self.service, self.hub)
+                await root.start(mcp_door.serve)
                 if handle_signals:
                     await root.start(self._watch_signals)  # before "ready": a stop right after it is graceful
                 log.info(
@@ -148,6 +154,7 @@ class Daemon:
                     base_url=self.base_url,
                     state_dir=str(settings.state_dir),
                     app_server=app_server.urls,
+                    mcp=mcp_door.urls,
                 )
                 if self.settle_gc:
                     gc_policy.settle()
@@ -160,6 +167,7 @@ class Daemon:
                 notifier.notify("STOPPING=1", "STATUS=stopping: interrupting turns, saving state")
                 server.stop_accepting()
                 app_server.stop_accepting()
+                mcp_door.stop_accepting()
                 with trio.move_on_after(SHUTDOWN_BUDGET_S - EXIT_RESERVE_S) as budget:
                     await supervisor.shutdown(timeout_s=SHUTDOWN_BUDGET_S - EXIT_RESERVE_S - 1.0)
                     await store.writer.aclose()
@@ -170,6 +178,7 @@ class Daemon:
         finally:
             server.close()
             app_server.close()
+            mcp_door.close()
             kill_all_groups()
             if self.cluster is not None:
                 self.cluster.close()

@@ -13,20 +13,9 @@ The same defences as the native wire (``echsd.wire.handshake``), plus the bearer
 
 from __future__ import annotations
 
-from echsd.settings import is_loopback_host
-from echsd.wire.handshake import Refusal, host_of
-from echsd.wire.token import token_matches
+from echsd.wire.handshake import Refusal, check_bearer_door
 
 PATHS = ("/", "/rpc")
-
-
-def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:
-    for name, value in headers:
-        if name.lower() == b"authorization":
-            scheme, _, token = value.decode("latin-1").strip().partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
-                return token.strip()
-    return None
 
 
 def check_handshake(
@@ -39,16 +28,13 @@ def check_handshake(
     allow_remote: bool,
 ) -> Refusal | None:
     """``transport`` is ``unix`` or ``tcp``; ``expected_token`` the daemon's (TCP only)."""
-    if any(name.lower() == b"origin" for name, _ in headers):
-        return Refusal(403, "browser-originated connections (Origin header) are refused")
     if transport == "tcp":
-        if not allow_remote and not is_loopback_host(host_of(host or "").lower()):
-            return Refusal(403, "the Host header must name a loopback address or localhost")
-        given = bearer_token(headers)
-        if given is None:
-            return Refusal(401, "a bearer token is required (codex --remote-auth-token-env VAR, VAR holding `echsd token`)")
-        if expected_token is None or not token_matches(given, expected_token):
-            return Refusal(401, "wrong token")
+        how = "codex --remote-auth-token-env VAR, VAR holding `echsd token`"
+        refusal = check_bearer_door(host, headers, expected_token=expected_token, allow_remote=allow_remote, how=how)
+        if refusal is not None:
+            return refusal
+    elif any(name.lower() == b"origin" for name, _ in headers):
+        return Refusal(403, "browser-originated connections (Origin header) are refused")
     if path.split("?", 1)[0] not in PATHS:
         return Refusal(404, "no such path; the app-server protocol lives at / (and /rpc)")
     return None

@@ -16,6 +16,11 @@ from echsd.cli.options import settings_from_flags, settings_options
     multiple=True,
     help="Also speak the Codex app-server protocol at ws://127.0.0.1:PORT or unix://PATH, repeatable [ECHS_APP_SERVER].",
 )
+@click.option(
+    "--mcp",
+    multiple=True,
+    help="Also serve echsd's MCP tools over streamable HTTP at tcp://127.0.0.1:PORT (path /mcp; the token as bearer), repeatable [ECHS_MCP].",
+)
 @click.option("--log-level", default=None, help="debug, info, warning or error [ECHS_LOG_LEVEL].")
 @click.option("--log-format", type=click.Choice(["auto", "console", "json"]), default=None, help="Log format [ECHS_LOG_FORMAT].")
 def serve(log_level: str | None, log_format: str | None, **flags: Any) -> None:

@@ -11,7 +11,8 @@ from echsd.cli.echs_files import attachments
 from echsd.cli.echs_ids import THREAD_ID, resolve_thread
 from echsd.cli.echs_runtime import echo_json, echo_json_line, json_option, options_of, run
 from echsd.cli.echs_text import MESSAGE, NAME
-from echsd.cli.echs_wait import TurnWatch, wait_for_turn
+from echsd.cli.echs_wait import wait_for_turn
+from echsd.wire.turnwatch import TurnWatch
 from echsd.wire.params import MAX_STEPS
 
 if TYPE_CHECKING:

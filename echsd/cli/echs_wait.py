@@ -1,23 +1,16 @@
 """Following the turn that delivers one input (``echs send --wait``).
 
-Theory of operation. Before sending, we subscribe and note the thread's last seq S; every
-event caused by our input then has a seq above S, so following ``events(since=S)`` misses
-nothing however fast the turn runs. (With ``--id`` the input may be a repeat that was
-delivered long ago, so we follow from seq 0.) ``TurnWatch`` is the sans-IO core: it waits
-for ``input.delivered`` (or ``input.dropped``) carrying our ``input_id``, learns the turn
-id from it, and from then on accepts only that turn's events until its terminal event.
-A queued input thus skips the turns before it; a steered input joins the running turn,
-whose end is ours. An input that starts an autonomous run (``run``) is followed through
-every turn of the run (they run back to back) until ``run.finished`` names it.
+``TurnWatch`` (``echsd.wire.turnwatch``, shared with the MCP door) decides which events
+belong to the wait; here is the following itself, with Ctrl-C, and the exit codes.
 """
 
 from __future__ import annotations
 
 import signal
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from echsd.cli.echs_runtime import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TURN_ERROR
+from echsd.wire.turnwatch import TurnWatch
 
 if TYPE_CHECKING:
     from echsd.wire.client import Client
@@ -27,65 +20,15 @@ RUN_EXITS = {"done": EXIT_OK, "steps": EXIT_OK, "error": EXIT_TURN_ERROR}  # any
 INTERRUPT_GRACE_S = 10.0
 
 
-@dataclass
-class TurnWatch:
-    input_id: str
-    run: bool = False  # the input starts an autonomous run: wait for its run.finished
-    turn_id: str | None = None
-    outcome: str | None = None  # the terminal event type, or "input.dropped" / "thread.killed"
-    final: dict[str, Any] = field(default_factory=dict)  # the event that ended the wait
-
-    @property
-    def done(self) -> bool:
-        return self.outcome is not None
-
-    def accept(self, event: dict[str, Any]) -> bool:
-        """Whether ``event`` belongs to the wait (and should be shown); updates the outcome."""
-        kind = event.get("event")
-        data = event.get("data") or {}
-        if self.turn_id is None:
-            if data.get("input_id") != self.input_id:
-                return False
-            if kind == "input.delivered":
-                self.turn_id = data.get("turn_id")
-            elif kind == "input.dropped":
-                self._end(event)
-            return kind in ("input.queued", "input.delivered", "input.dropped")
-        if kind == "thread.killed":  # the turn's own end comes first; this is a backstop
-            self._end(event)
-            return True
-        if kind == "turn.error" and data.get("turn_id") is None:  # a worker crash ends the turn too
-            self._end(event)
-            return True
-        if kind == "events.gap":  # events of our turn the log no longer holds (retention): say so
-            return True
-        if self.run:
-            if kind == "run.finished" and data.get("input_id") == self.input_id:
-                self._end(event)
-                return True
-            if kind == "input.delivered":  # the run's next turn (its continuation input)
-                self.turn_id = data.get("turn_id")
-                return True
-            return data.get("turn_id") == self.turn_id
-        if data.get("turn_id") != self.turn_id:
-            return False
-        if kind in TERMINAL:
-            self._end(event)
-        return True
-
-    def _end(self, event: dict[str, Any]) -> None:
-        self.outcome = str(event.get("event"))
-        self.final = event
-
-    @property
-    def exit_code(self) -> int:
-        if self.outcome in TERMINAL:
-            return TERMINAL[self.outcome]
-        if self.outcome == "run.finished":
-            return RUN_EXITS.get(str(self.final.get("data", {}).get("reason")), EXIT_INTERRUPTED)
-        if self.outcome == "thread.killed":
-            return EXIT_INTERRUPTED
-        return EXIT_FAILED  # dropped input
+def exit_code(watch: TurnWatch) -> int:
+    """``echs send --wait``'s exit code for how the wait ended."""
+    if watch.outcome in TERMINAL:
+        return TERMINAL[watch.outcome]
+    if watch.outcome == "run.finished":
+        return RUN_EXITS.get(str(watch.final.get("data", {}).get("reason")), EXIT_INTERRUPTED)
+    if watch.outcome == "thread.killed":
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED  # dropped input
 
 
 async def observed_seq(client: Client, thread_id: str) -> int:
@@ -144,4 +87,4 @@ async def wait_for_turn(
             nursery.cancel_scope.cancel()
     if not watch.done:
         return EXIT_INTERRUPTED if stopped else EXIT_FAILED
-    return watch.exit_code
+    return exit_code(watch)

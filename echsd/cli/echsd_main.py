@@ -18,6 +18,7 @@ from echsd.cli.lazy import LazyGroup
         "token": "echsd.cli.cmd_token:token",
         "install-service": "echsd.cli.cmd_install_service:install_service",
         "vacuum": "echsd.cli.cmd_vacuum:vacuum",
+        "mcp": "echsd.cli.cmd_mcp:mcp",
     },
     context_settings={"help_option_names": ["-h", "--help"]},
 )

@@ -32,7 +32,7 @@ from echsd.settings.sources import Sources, bool_setting, default_state_dir, lis
 from echsd.settings.storage import default_node_id, parse_node_id, store_setting
 
 # Top-level keys that a flag or an environment variable may also set (see ``load_settings``).
-OPTION_KEYS = ("listen", "provider", "base_url", "model", "allow_remote", "unix_socket", "store", "store_file", "node_id", "app_server")
+OPTION_KEYS = ("listen", "provider", "base_url", "model", "allow_remote", "unix_socket", "store", "store_file", "node_id", "app_server", "mcp")
 
 
 def _sources(flags: Mapping[str, Any] | None, env: Mapping[str, str] | None) -> tuple[Sources, Path]:
@@ -54,7 +54,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
 
     ``flags`` holds only options given on the command line (None means not given):
     ``state_dir``, ``listen`` (list), ``provider``, ``base_url``, ``model``, ``allow_remote``,
-    ``unix_socket``, ``store``, ``store_file``, ``node_id``, ``app_server`` (list).
+    ``unix_socket``, ``store``, ``store_file``, ``node_id``, ``app_server`` (list), ``mcp`` (list).
     """
     sources, state_dir = _sources(flags, env)
     env = sources.env
@@ -71,7 +71,10 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
     if not listen:
         raise SettingsError("invalid setting 'unix_socket': without the unix socket, give a listen address (tcp://127.0.0.1:PORT)")
     app_server = listen_setting(pick("app_server", "ECHS_APP_SERVER"), state_dir, "app_server")
-    for address in (*listen, *app_server):
+    mcp = listen_setting(pick("mcp", "ECHS_MCP"), state_dir, "mcp")
+    if any(address.kind != "tcp" for address in mcp):
+        raise SettingsError("invalid setting 'mcp': MCP clients connect over streamable HTTP, so give tcp://HOST:PORT")
+    for address in (*listen, *app_server, *mcp):
         if not address.is_loopback and not allow_remote:
             raise SettingsError(
                 f"refusing to listen on non-loopback address {address}: pass --allow-remote to allow it"
@@ -135,6 +138,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
         openai_organization=env.get("OPENAI_ORGANIZATION") or None,
         openai_project=env.get("OPENAI_PROJECT") or None,
         app_server=app_server,
+        mcp=mcp,
         store_url=store_url,
         node_id=node_id,
         warnings=warnings,

@@ -31,6 +31,7 @@ class Settings:
     openai_organization: str | None = None  # OPENAI_ORGANIZATION: the OpenAI-Organization header
     openai_project: str | None = None  # OPENAI_PROJECT: the OpenAI-Project header
     app_server: tuple[ListenAddress, ...] = ()  # --app-server: Codex app-server protocol listeners
+    mcp: tuple[ListenAddress, ...] = ()  # --mcp: echsd's MCP tools over streamable HTTP
     store_url: str = field(repr=False, default="")  # sqlite:////abs/path or postgresql://...
     node_id: str = ""
     warnings: tuple[str, ...] = ()  # said once at start (e.g. a password on the command line)

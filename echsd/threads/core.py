@@ -183,6 +183,7 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
             "usage": dict(self.usage),
             "created_at": self.created_at,
             "active_turn": self.active_turn,
+            "last_turn": self.extra.get("last_turn"),  # {turn_id, status, reason, final_text} of the last turn that ended
         }
         if self.compaction is not None:
             data["compacting"] = True

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from echsd.settings import is_loopback_host
+from echsd.wire.token import token_matches
 
 PATH = "/v1"
 
@@ -44,6 +45,33 @@ def check_handshake(path: str, host: str | None, headers: list[tuple[bytes, byte
             return Refusal(403, "the Host header must name a loopback address or localhost")
     if path.split("?", 1)[0] != PATH:
         return Refusal(404, f"no such path; the protocol lives at {PATH}")
+    return None
+
+
+def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:
+    for name, value in headers:
+        if name.lower() == b"authorization":
+            scheme, _, token = value.decode("latin-1").strip().partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip()
+    return None
+
+
+def check_bearer_door(
+    host: str | None, headers: list[tuple[bytes, bytes]], *, expected_token: str | None, allow_remote: bool, how: str
+) -> Refusal | None:
+    """The defences of a TCP door that takes the daemon's token as a bearer (the app-server,
+    the MCP door): no ``Origin`` (403), a loopback ``Host`` unless ``allow_remote`` (403),
+    ``Authorization: Bearer <token>`` (401; ``how`` says how a client sends it)."""
+    if any(name.lower() == b"origin" for name, _ in headers):
+        return Refusal(403, "browser-originated connections (Origin header) are refused")
+    if not allow_remote and not is_loopback_host(host_of(host or "").lower()):
+        return Refusal(403, "the Host header must name a loopback address or localhost")
+    given = bearer_token(headers)
+    if given is None:
+        return Refusal(401, f"a bearer token is required ({how})")
+    if expected_token is None or not token_matches(given, expected_token):
+        return Refusal(401, "wrong token")
     return None
 
 

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from echsd.appserver import framing
-from echsd.appserver.handshake import bearer_token, check_handshake
+from echsd.appserver.handshake import check_handshake
+from echsd.wire.handshake import bearer_token
 from echsd.appserver.ids import thread_id_of, thread_uuid
 from echsd.appserver.outbox import Outbox
 

@@ -10,7 +10,8 @@ import pytest
 
 from echsd.cli.attach_view import AttachView, LineCutter
 from echsd.cli.echs_threads import parse_settings
-from echsd.cli.echs_wait import TurnWatch
+from echsd.cli.echs_wait import exit_code
+from echsd.wire.turnwatch import TurnWatch
 from echsd.cli.render import Style, clip_lines, printable
 
 PLAIN = Style(False)
@@ -30,7 +31,7 @@ def test_turn_watch_skips_other_turns_and_ends_with_its_own() -> None:
     assert watch.accept(event("turn.delta", turn_id="t1", delta="mine"))
     assert not watch.done
     assert watch.accept(event("turn.interrupted", turn_id="t1", reason="interrupt"))
-    assert watch.done and watch.exit_code == 3
+    assert watch.done and exit_code(watch) == 3
 
 
 @pytest.mark.parametrize(
@@ -45,13 +46,13 @@ def test_turn_watch_skips_other_turns_and_ends_with_its_own() -> None:
 def test_turn_watch_outcomes(ending: dict[str, Any], code: int) -> None:
     watch = TurnWatch("in_me")
     watch.accept(event("input.delivered", input_id="in_me", turn_id="t1"))
-    assert watch.accept(ending) and watch.exit_code == code
+    assert watch.accept(ending) and exit_code(watch) == code
 
 
 def test_turn_watch_dropped_input_fails() -> None:
     watch = TurnWatch("in_me")
     assert watch.accept(event("input.dropped", input_id="in_me", reason="killed"))
-    assert watch.done and watch.exit_code == 1
+    assert watch.done and exit_code(watch) == 1
 
 
 def test_attach_view_streams_lines_and_tools() -> None:

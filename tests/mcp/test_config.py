@@ -117,3 +117,16 @@ def test_lines_are_split_and_bounded() -> None:
     assert lines.feed(b"ab") == [] and lines.feed(b"c\nde\nf") == [b"abc", b"de"] and lines.rest() == b"f"
     with pytest.raises(ValueError, match="longer than 10 bytes"):
         lines.feed(b"x" * 20)
+
+
+def test_the_mcp_door_addresses(tmp_path: Path) -> None:
+    base = {"state_dir": str(tmp_path / "s"), "provider": "mock"}
+    settings = load_settings({**base, "mcp": ["tcp://127.0.0.1:4600"]}, {})
+    assert [str(address) for address in settings.mcp] == ["tcp://127.0.0.1:4600"]
+    from_env = load_settings(base, {"ECHS_MCP": "tcp://localhost:4601"})
+    assert [str(address) for address in from_env.mcp] == ["tcp://localhost:4601"]
+    with pytest.raises(SettingsError, match="--allow-remote"):
+        load_settings({**base, "mcp": ["tcp://0.0.0.0:4600"]}, {})
+    assert load_settings({**base, "mcp": ["tcp://0.0.0.0:4600"], "allow_remote": True}, {}).mcp[0].host == "0.0.0.0"
+    with pytest.raises(SettingsError, match="streamable HTTP"):
+        load_settings({**base, "mcp": ["unix:///tmp/x"]}, {})
