@@ -24,6 +24,7 @@ class ToolSpec:
     parallel_safe: bool = True  # may run concurrently with other calls of the same response
     writes: bool = False  # may change files or run arbitrary commands (policy: writes, approval)
     freeform: dict[str, Any] | None = None  # the custom (freeform) tool form, for models that take it
+    strict: bool = False  # the endpoint holds the model's arguments to ``parameters`` exactly (remote tools may ask)
 
     def to_model(self, custom_tools: bool = False) -> dict[str, Any]:
         """The tool definition sent in the Responses request.
@@ -39,7 +40,7 @@ class ToolSpec:
             "name": self.name,
             "description": self.description,
             "parameters": self.parameters,
-            "strict": False,
+            "strict": self.strict,
         }
 
 

@@ -9,18 +9,24 @@ says so: the turn goes on. A client that disconnects takes its tools with it.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import trio
 
 from echsd.errors import BadRequest, NotFound
 from echsd.tools.base import ToolContext, ToolResult, ToolSpec
 from echsd.tools.capabilities import Peer
 
-MAX_SPECS = 64
+MAX_SPECS = 64  # in one tool.register
+MAX_THREAD_TOOLS = 128  # remote tools one thread offers, from every client together
+MAX_THREAD_TOOL_BYTES = 256 * 1024  # ... and their definitions' size: each model request carries them
 MAX_OUTPUT_CHARS = 1_000_000
+SPEC_FIELDS = frozenset({"type", "name", "description", "parameters", "strict", "timeout_s"})
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(eq=False)
@@ -96,19 +102,23 @@ class RemoteTool:
 
 
 def remote_specs(raw: Any) -> list[tuple[ToolSpec, float | None]]:
-    """``tool.register`` specs checked: ``{name, description, parameters?, timeout_s?}``."""
+    """``tool.register`` specs checked: ``{name, description?, parameters?, timeout_s?}``, or
+    a function tool as the Responses API takes it (``type: "function"``, ``strict``)."""
     if not isinstance(raw, list) or not raw or len(raw) > MAX_SPECS:
         raise BadRequest(f"specs must be a list of 1 to {MAX_SPECS} tool specs")
     specs, names = [], set()
     for index, item in enumerate(raw, start=1):
         if not isinstance(item, dict):
             raise BadRequest(f"spec {index} must be a map")
-        unknown = sorted(set(map(str, item)) - {"name", "description", "parameters", "timeout_s"})
+        unknown = sorted(set(map(str, item)) - SPEC_FIELDS)
         if unknown:
-            raise BadRequest(f"spec {index}: unknown field(s) {', '.join(unknown)}")
+            raise BadRequest(f"spec {index}: unknown field(s) {', '.join(unknown)}; a spec has {', '.join(sorted(SPEC_FIELDS))}")
+        if item.get("type", "function") != "function":
+            raise BadRequest(f"spec {index}: type must be \"function\" (the only kind of tool a client can provide)")
         name, description = item.get("name"), item.get("description", "")
-        if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum() or len(name) > 64:
-            raise BadRequest(f"spec {index}: name must be 1-64 letters, digits, _ or -")
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+            shown = repr(name)[:80]
+            raise BadRequest(f"spec {index}: name must be 1-64 ASCII letters, digits, _ or - (as the Responses API requires), got {shown}")
         if name in names:
             raise BadRequest(f"spec {index}: {name!r} is given twice")
         if not isinstance(description, str) or len(description) > 4000:
@@ -116,9 +126,17 @@ def remote_specs(raw: Any) -> list[tuple[ToolSpec, float | None]]:
         parameters = item.get("parameters", {"type": "object", "properties": {}})
         if not isinstance(parameters, dict) or parameters.get("type") != "object":
             raise BadRequest(f"spec {index}: parameters must be a JSON schema of type object")
+        strict = item.get("strict", False)
+        if not isinstance(strict, bool):
+            raise BadRequest(f"spec {index}: strict must be true or false")
         timeout_s = item.get("timeout_s")
         if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or timeout_s <= 0):
             raise BadRequest(f"spec {index}: timeout_s must be a positive number")
         names.add(name)
-        specs.append((ToolSpec(name=name, description=description, parameters=parameters, writes=True), timeout_s))
+        specs.append((ToolSpec(name=name, description=description, parameters=parameters, writes=True, strict=strict), timeout_s))
     return specs
+
+
+def spec_size(spec: ToolSpec) -> int:
+    """Bytes the spec adds to every model request."""
+    return len(orjson.dumps(spec.to_model()))

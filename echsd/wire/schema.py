@@ -519,7 +519,13 @@ OPS: tuple[OpSpec, ...] = (
         "Offers this connection's tools to a thread's model while the connection stays open.",
         (
             _thread(),
-            Param("specs", SPECS, "`[{name, description, parameters (JSON schema of an object), timeout_s?}]`", required=True),
+            Param(
+                "specs",
+                SPECS,
+                "`[{name, description, parameters (JSON schema of an object), strict?, timeout_s?}]`; a Responses API function "
+                "tool (`type: \"function\"`) as it is; names are 1-64 ASCII letters, digits, `_` or `-`",
+                required=True,
+            ),
         ),
         "`{thread_id, registered: [names]}`",
         {"thread_id": _TID, "specs": [{"name": "lookup", "description": "Looks a word up.", "parameters": {"type": "object", "properties": {"word": {"type": "string"}}}}]},
@@ -528,7 +534,9 @@ OPS: tuple[OpSpec, ...] = (
         "`{call_id, turn_id, name, arguments}`), answered with `tool.result`. A call not answered within `timeout_s` "
         "(at most the daemon's tool timeout), or whose connection closes, gets an output saying so; closing the "
         "connection withdraws its tools. Registering again replaces this connection's tools of the same names; a name "
-        "the thread has already (a built-in, or another connection's) is a `conflict`.",
+        "the thread has already (a built-in, or another connection's) is a `conflict`. A thread offers at most 128 "
+        "remote tools from all connections together, and 256 KiB of their definitions (every model request carries "
+        "them): a registration past either is a `bad_request` and registers nothing.",
         handler=lambda c, p: c.service.register_tools(peer=c, **p),
         method="register_tools",
         positional=("thread_id", "specs"),

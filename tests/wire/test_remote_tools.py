@@ -103,3 +103,56 @@ async def test_name_clashes_and_bad_specs_are_refused(wired: Any) -> None:
             with pytest.raises(WireError) as refused:
                 await client.register_tools(tid, specs)
             assert refused.value.code == code and words in refused.value.message, refused.value
+
+
+async def test_a_responses_api_function_spec_is_taken_as_it_is_pasted(wired: Any, mock_upstream: Any) -> None:
+    state = wired.settings.state_dir
+    pasted = {"type": "function", **LOOKUP, "parameters": {**LOOKUP["parameters"], "additionalProperties": False}, "strict": True}
+    async with connect(state_dir=state) as provider, connect(state_dir=state) as driver:
+        tid = (await driver.create_thread(cwd=str(state)))["thread_id"]
+        assert (await provider.register_tools(tid, [pasted]))["registered"] == ["lookup"]
+        await driver.send(tid, mock_directive({"text": "seen"}))
+        await wait_turn(driver, tid)
+        for specs, words in (([{**pasted, "type": "custom"}], 'type must be "function"'), ([{**pasted, "strict": "yes"}], "strict must be")):
+            with pytest.raises(WireError) as refused:
+                await provider.register_tools(tid, specs)
+            assert refused.value.code == "bad_request" and words in refused.value.message
+    [offered] = [tool for tool in mock_upstream.requests[-1].body["tools"] if tool["name"] == "lookup"]
+    assert offered == {**pasted, "strict": True}
+
+
+@pytest.mark.parametrize("name", ["naïve", "日本語", "tab\tname", "", "x" * 65])
+async def test_tool_names_are_ascii_as_the_endpoint_requires(wired: Any, name: str) -> None:
+    state = wired.settings.state_dir
+    async with connect(state_dir=state) as provider:
+        tid = (await provider.create_thread(cwd=str(state)))["thread_id"]
+        with pytest.raises(WireError) as refused:
+            await provider.register_tools(tid, [{**LOOKUP, "name": name}])
+        assert refused.value.code == "bad_request" and "ASCII letters, digits, _ or -" in refused.value.message
+
+
+async def test_a_thread_s_remote_tools_are_capped_in_number_and_size(wired: Any) -> None:
+    from echsd.tools.remote import MAX_SPECS, MAX_THREAD_TOOL_BYTES, MAX_THREAD_TOOLS
+
+    state = wired.settings.state_dir
+    async with connect(state_dir=state) as first, connect(state_dir=state) as second:
+        tid = (await first.create_thread(cwd=str(state)))["thread_id"]
+        batches = MAX_THREAD_TOOLS // MAX_SPECS
+        for batch in range(batches):  # up to the limit, over several calls
+            client = first if batch % 2 else second
+            await client.register_tools(tid, [{**LOOKUP, "name": f"t{batch}_{n}"} for n in range(MAX_SPECS)])
+        with pytest.raises(WireError) as too_many:
+            await first.register_tools(tid, [{**LOOKUP, "name": "one_more"}])
+        assert too_many.value.code == "bad_request" and f"more than the limit of {MAX_THREAD_TOOLS}" in too_many.value.message
+        assert (await first.register_tools(tid, [{**LOOKUP, "name": "t1_0"}]))["registered"] == ["t1_0"]  # replacing is fine
+
+        other = (await first.create_thread(cwd=str(state)))["thread_id"]
+        big = {**LOOKUP, "description": "d" * 4000}
+        per_spec = MAX_THREAD_TOOL_BYTES // 4100
+        with pytest.raises(WireError) as too_big:
+            for start in range(0, per_spec + 1, MAX_SPECS):
+                count = min(MAX_SPECS, per_spec + 1 - start)
+                await first.register_tools(other, [{**big, "name": f"big{start + n}"} for n in range(count)])
+        assert too_big.value.code == "bad_request" and "bytes, more than the limit" in too_big.value.message
+        thread = await first.request("thread.get", {"thread_id": other})
+    assert len([name for name in thread["config"]["tools"] if name.startswith("big")]) <= per_spec
