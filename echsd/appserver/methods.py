@@ -15,6 +15,7 @@ from typing import Any
 
 from echsd import __version__
 from echsd.appserver import shapes, thread_methods, turn_methods
+from echsd.appserver.mcp_status import mcp_server_status_list
 from echsd.appserver.connection import Connection, Handler
 from echsd.appserver.framing import INVALID_REQUEST, Request, RpcError
 
@@ -89,6 +90,7 @@ METHODS: dict[str, Handler] = {
     "hooks/list": hooks_list,
     "skills/list": skills_list,
     "plugin/installed": plugin_installed,
+    "mcpServerStatus/list": mcp_server_status_list,
     **thread_methods.METHODS,
     **turn_methods.METHODS,
 }

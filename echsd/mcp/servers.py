@@ -79,6 +79,13 @@ class McpServers:
         down = sum(1 for state in states if state in ("backoff", "stopped"))
         return {"total": len(states), "up": up, "down": down, "starting": states.count("starting")}
 
+    async def listed(self, names: Sequence[str] | None = None) -> list[McpSession]:
+        """The sessions of these servers (all), after starting the enabled ones that never
+        ran (each waited for at most its startup timeout): a listing shows their tools."""
+        chosen = [session for name, session in self.sessions.items() if names is None or name in names]
+        await self.prepare([session.name for session in chosen])
+        return chosen
+
     def restart(self, name: str) -> dict[str, Any]:
         session = self.sessions.get(name)
         if session is None:

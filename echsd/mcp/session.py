@@ -78,6 +78,8 @@ class McpSession:
         self._confine = confine
         self.state = "idle" if config.enabled else "disabled"
         self.tools: list[mcp_types.Tool] = []  # as listed, filtered by enabled/disabled_tools
+        self.server_info: dict[str, Any] | None = None  # what the server said of itself at its last start
+        self.capabilities: dict[str, Any] | None = None
         self.tools_version = 0  # bumped whenever ``tools`` changes
         self.last_error: str | None = None
         self.restarts = 0  # sessions started after the first
@@ -161,6 +163,7 @@ class McpSession:
                     client = await stack.enter_async_context(self._open())
                     tools = await self._list(client)
                     scope.deadline = math.inf
+                    self._note_server(client)
                     self._client, self._stale = client, False
                     self._take_tools(tools)
                     self.last_error = None
@@ -195,6 +198,11 @@ class McpSession:
             cache=None,
             client_info=mcp_types.Implementation(name="echsd", version=__version__),
         )
+
+    def _note_server(self, client: Client) -> None:
+        info, capabilities = client.server_info, client.server_capabilities
+        self.server_info = info.model_dump(by_alias=True, exclude_none=True) if info is not None else None
+        self.capabilities = capabilities.model_dump(by_alias=True, exclude_none=True) if capabilities is not None else None
 
     def _look(self, message: SessionMessage) -> None:
         """Every message from the server, in arrival order (before the SDK handles it)."""

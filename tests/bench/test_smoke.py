@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench import bench_restart, bench_store
+from bench import bench_mcp, bench_restart, bench_store
 from bench.sweep import Point, daemon_point, raw_point
 from bench.upstream import MockUpstreamProcess
 from bench.wirekit import ServeProcess
@@ -16,6 +16,12 @@ def test_restart_bench_runs() -> None:
     assert result["threads"] == 30 and result["items"] == 300
     assert result["restart_to_ready_s_median"] > 0
     assert result["raw_python_start_and_imports_s_median"] > 0
+
+
+def test_mcp_bench_runs() -> None:
+    result = bench_mcp.main(["--runs=5"])
+    assert result["builtin_p50_ms"] > 0 and result["mcp_p50_ms"] > 0 and result["raw_p50_ms"] > 0
+    assert result["turn_runs"] == 10 and result["turn_mcp_p50_ms"] > 0
 
 
 def test_store_bench_runs() -> None:
