@@ -13,10 +13,12 @@ from urllib.parse import urlsplit
 import pytest
 import trio
 
+from echsd.codex import ModelError, TextDelta
 from echsd.codex.h1io import ConnectionPool
 from echsd.codex.http import HttpClient
 from echsd.codex.mock import MockUpstream
 from echsd.codex.transport import TransportFailure
+from tests.codex.helpers import client_for, directive, request
 
 OK = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
 
@@ -165,3 +167,19 @@ async def test_a_proxy_named_in_the_environment_is_used(mock: MockUpstream, monk
         assert response.status == 404  # the proxy (the mock) got the absolute URL
         assert b"no route for http://model.invalid/v1/responses" in await response.read()
     await client.aclose()
+
+
+async def test_the_idle_timeout_counts_only_time_spent_waiting_on_the_socket(mock: MockUpstream) -> None:
+    client = client_for(mock.base_url, idle_timeout_s=0.2)
+    text = ""
+    async with client.stream(request(directive({"text": "one two three", "delay_ms": 20}))) as events:
+        async for event in events:
+            if isinstance(event, TextDelta):
+                text += event.delta
+                await trio.sleep(0.5)  # a consumer slower than the timeout: the upstream is not idle
+    assert text == "one two three"
+    stalled = client_for(mock.base_url, idle_timeout_s=0.2, max_retries=0)
+    with pytest.raises(ModelError, match="no data .* in time"):
+        async with stalled.stream(request(directive({"text": "a b", "fault": "stall", "after_deltas": 1}))) as events:
+            async for _ in events:
+                pass
