@@ -110,7 +110,7 @@ async def _spawn_run(daemon: Any, workdir: str) -> tuple[float, float, float]:
 
     events: list[Event] = []
     done = trio.Event()
-    parent = (await daemon.service.create(cwd=workdir, tools=["spawn_agent", "wait_agents"]))["thread_id"]
+    parent = (await daemon.ops.create_thread(cwd=workdir, tools=["spawn_agent", "wait_agents"]))["thread_id"]
 
     def listen(event: Event) -> None:
         events.append(event)
@@ -120,7 +120,7 @@ async def _spawn_run(daemon: Any, workdir: str) -> tuple[float, float, float]:
     listening = daemon.hub.listen("*", listen)
     spawns = [{"name": "spawn_agent", "arguments": {"message": f"child {i}\n" + directive({"text": f"answer {i}"})}} for i in range(CHILDREN)]
     started = time.time()
-    await daemon.service.send(parent, "fan out\n" + directive([{"calls": spawns}, {"calls": [{"name": "wait_agents", "arguments": {}}]}, {"text": "ok"}]))
+    await daemon.ops.send(parent, "fan out\n" + directive([{"calls": spawns}, {"calls": [{"name": "wait_agents", "arguments": {}}]}, {"text": "ok"}]))
     with trio.fail_after(120):
         await done.wait()
     listening.close()

@@ -119,15 +119,15 @@ async def turns(runs: int) -> dict[str, Any]:
             settings = load_settings({"state_dir": str(state), "provider": "openai", "base_url": mock.base_url}, env)
             daemon = Daemon(settings)
             await nursery.start(daemon.run)
-            assert daemon.service is not None and daemon.hub is not None
-            thread_id = (await daemon.service.create(cwd=scratch))["thread_id"]
+            assert daemon.ops is not None and daemon.hub is not None
+            thread_id = (await daemon.ops.create_thread(cwd=scratch))["thread_id"]
 
             async def one_turn(name: str, arguments: dict[str, Any]) -> None:
                 ended = trio.Event()
                 closing = daemon.hub.listen(thread_id, lambda event: ended.set() if event.type == "turn.completed" else None)
                 try:
                     steps = [{"calls": [{"name": name, "arguments": arguments}]}, {"text": "ok"}]
-                    await daemon.service.send(thread_id, directive(steps))
+                    await daemon.ops.send(thread_id, directive(steps))
                     await ended.wait()
                 finally:
                     closing.close()

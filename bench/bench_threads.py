@@ -76,13 +76,13 @@ async def measure(base_url: str, state_dir: Path, deltas: int, turns: int, inter
     results: dict[str, Any] = {}
     async with trio.open_nursery() as nursery:
         await nursery.start(daemon.run)
-        service = daemon.service
+        service = daemon.ops
         assert service is not None
         work = state_dir / "work"
         work.mkdir()
 
         # 1. Delta throughput through one thread, all deltas durable before counted.
-        tid = (await service.create(cwd=str(work)))["thread_id"]
+        tid = (await service.create_thread(cwd=str(work)))["thread_id"]
         waiter = Waiter()
         daemon.hub.listen(tid, waiter)
         started = time.perf_counter()
@@ -107,7 +107,7 @@ async def measure(base_url: str, state_dir: Path, deltas: int, turns: int, inter
             upstream_times.append(time.perf_counter() - t0)
         await client.aclose()
         turn_times = []
-        tid2 = (await service.create(cwd=str(work)))["thread_id"]
+        tid2 = (await service.create_thread(cwd=str(work)))["thread_id"]
         waiter2 = Waiter()
         daemon.hub.listen(tid2, waiter2)
         for index in range(turns):
@@ -127,7 +127,7 @@ async def measure(base_url: str, state_dir: Path, deltas: int, turns: int, inter
             ("tool", {"calls": [{"name": "exec_command", "arguments": {"cmd": "echo go; sleep 60"}}]}, "tool.output"),
         ):
             latencies = []
-            tid3 = (await service.create(cwd=str(work)))["thread_id"]
+            tid3 = (await service.create_thread(cwd=str(work)))["thread_id"]
             waiter3 = Waiter()
             daemon.hub.listen(tid3, waiter3)
             for index in range(interrupts):

@@ -27,12 +27,13 @@ from echsd.codex.model_list import CACHE_FILE as MODEL_CACHE_FILE
 from echsd.logs import get_logger
 from echsd.mcp.door.http import McpHttpDoor
 from echsd.mcp.servers import McpServers
+from echsd.router import LocalNode, ThreadRouter
+from echsd.router.local_client import LocalClient
 from echsd.service import gc_policy
 from echsd.service.sdnotify import Notifier
 from echsd.settings import Settings
 from echsd.store import Store
 from echsd.threads.hub import EventHub
-from echsd.threads.service import ThreadService
 from echsd.threads.supervisor import Supervisor
 from echsd.tools.base import Tool
 from echsd.tools.process import become_subreaper, kill_all_groups, use_group_registry
@@ -62,7 +63,9 @@ class Daemon:
     hub: EventHub = field(default_factory=EventHub)
     peers: Peers = field(default_factory=Peers)  # authenticated connections, by id
     extra_tools: list[Tool] = field(default_factory=list)  # an embedding program's own tools
-    service: ThreadService | None = None
+    supervisor: Supervisor | None = None
+    router: ThreadRouter | None = None  # every op, from every door, goes through it
+    ops: LocalClient | None = None  # the client library's methods, in process
     server: WireServer | None = None
     app_server: AppServer | None = None  # the Codex app-server protocol listeners (--app-server)
     cluster: ClusterNode | None = None  # one node of several sharing a PostgreSQL store
@@ -132,18 +135,22 @@ class Daemon:
                 tools = builtin_tools(agent_types) | {tool.spec.name: tool for tool in self.extra_tools}
                 mcp = self.mcp = McpServers(settings.mcp_servers, os.getcwd())
                 await root.start(mcp.run)
-                supervisor = Supervisor(
-                    store, client, tools, tuning, default_model=settings.model, blackboard=board, agent_types=agent_types, mcp=mcp
+                cluster = self.cluster = await self._join_cluster(store, board)
+                router = self.router = ThreadRouter(store.node_id, cluster)
+                supervisor = self.supervisor = Supervisor(
+                    store, client, tools, tuning, default_model=settings.model, blackboard=board, ops=router, agent_types=agent_types, mcp=mcp
                 )
-                cluster = self.cluster = await self._join_cluster(store, supervisor, board)
+                boards = BlackboardService(board, page_bytes=tuning.max_message_bytes // 2)
+                router.attach(LocalNode(supervisor, store, settings, boards, router, cluster, mcp))
+                self.ops = LocalClient(router)
+                if cluster is not None:
+                    cluster.attach(supervisor, router)
                 await supervisor.load(cluster.epoch if cluster is not None else None)
                 await root.start(supervisor.run)
                 if cluster is not None:
                     await root.start(cluster.run)
-                self.service = ThreadService(supervisor, settings, cluster, mcp)
-                boards = BlackboardService(board, page_bytes=tuning.max_message_bytes // 2)
-                await root.start(server.serve, WireContext(self.service, self.hub, store, settings, boards, self.peers))
-                await root.start(app_server.serve, self.service, self.hub)
+                await root.start(server.serve, WireContext(router, self.hub, store, settings, boards, self.peers))
+                await root.start(app_server.serve, router, self.hub)
                 await root.start(mcp_door.serve)
                 if handle_signals:
                     await root.start(self._watch_signals)  # before "ready": a stop right after it is graceful
@@ -186,7 +193,7 @@ class Daemon:
             self._stopped.set()
             log.info("echsd stopped")
 
-    async def _join_cluster(self, store: Store, supervisor: Supervisor, board: Blackboard) -> ClusterNode | None:
+    async def _join_cluster(self, store: Store, board: Blackboard) -> ClusterNode | None:
         """Where the store is shared (PostgreSQL), join the nodes: lease, fencing, relay."""
         if store.dialect != "postgresql":
             return None
@@ -196,7 +203,6 @@ class Daemon:
         assert isinstance(store, PgStore)
         cluster = ClusterNode(store, self.hub, board, self.settings.tuning.lease_s)
         await cluster.join()
-        cluster.attach(supervisor)
         return cluster
 
     async def _start_mock(self, root: trio.Nursery) -> tuple[str, str]:

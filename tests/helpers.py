@@ -151,7 +151,7 @@ async def check_thread_invariants(daemon: Any, thread_id: str) -> None:
         else:
             seqs.append(entry.seq)
     assert seqs == list(range(1, len(seqs) + 1)), f"seq not contiguous: {seqs[:50]}"
-    history = await daemon.service.history(thread_id)
+    history = await daemon.ops.history(thread_id)
     problems = check_invariants(history)
     assert not problems, problems
     events = [e for e in entries if isinstance(e, Event)]

@@ -1,9 +1,10 @@
 """The Codex app-server protocol listener (``echsd serve --app-server URL``).
 
 A translator between OpenAI's Codex app-server protocol (as the Codex TUI speaks it:
-``codex --remote ws://HOST:PORT`` or ``unix://PATH``) and echsd's thread service, event
-hub and settings. It owns no thread state: every change goes to the thread actors through
-``ThreadService``, and everything it shows comes from the event log and the hub.
+``codex --remote ws://HOST:PORT`` or ``unix://PATH``) and echsd's router, event hub and
+settings. It owns no thread state: every request becomes echsd ops run by the router (the
+native wire's definitions and limits, on whichever node runs the thread), and everything
+it shows comes from the event log and the hub.
 
 Modules: ``server`` (listeners, handshake), ``handshake`` (the checks, sans-IO),
 ``connection`` (one client: frames in, outbox out, approvals asked), ``framing`` (the

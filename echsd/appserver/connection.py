@@ -11,7 +11,7 @@ outbox, in event order.
 
 Approvals are requests *from* us: each echsd approval a watched thread asks for becomes
 an ``item/.../requestApproval`` with our own id; the client's answer goes to
-``ThreadService.respond_approval`` (``cancel`` also interrupts the turn), and when the
+``approval.respond`` through the router (``cancel`` also interrupts the turn), and when the
 approval ends some other way (another client, a timeout, an interrupt) the client is told
 with ``serverRequest/resolved``.
 
@@ -42,9 +42,12 @@ from echsd.appserver.presence import PROBE_EVENTS, Presence, untouched
 from echsd.appserver.translate import ApprovalEnded, AskApproval, Notify, Out
 from echsd.errors import EchsError, NotFound
 from echsd.logs import get_logger
+from echsd.ops.base import Op
+from echsd.ops.daemon import RespondApproval
+from echsd.ops.threads import Delete, Events, Interrupt
+from echsd.router import ThreadRouter
 from echsd.settings import Settings
 from echsd.threads.hub import EventHub
-from echsd.threads.service import ThreadService
 from echsd.wire.session import MISSED_PINGS
 
 log = get_logger(__name__)
@@ -76,7 +79,7 @@ class Reply:
 class AppContext:
     """What a connection needs from the daemon."""
 
-    service: ThreadService
+    router: ThreadRouter  # every echsd op goes through it: a thread any node runs is served
     hub: EventHub
     settings: Settings
     methods: dict[str, Handler]
@@ -98,7 +101,7 @@ class Connection:
     def __init__(self, context: AppContext, ws: WebSocketConnection, transport: str) -> None:
         self.id = next(_ids)
         self.context = context
-        self.service = context.service
+        self.router = context.router
         self.settings = context.settings
         self.ws = ws
         self.transport = transport
@@ -144,8 +147,8 @@ class Connection:
         if self.context.presence.watched(thread_id):
             return  # another client has it open
         try:
-            if untouched(await self.service.events(thread_id, 0, PROBE_EVENTS)):
-                await self.service.delete(thread_id)
+            if untouched(await self.run_op(Events(thread_id=thread_id, since=0, limit=PROBE_EVENTS))):
+                await self.run_op(Delete(thread_id=thread_id))
                 self._log.info("deleted a thread the client started and never used", thread_id=thread_id)
         except EchsError as exc:  # gone already, or running after all
             self._log.info("kept a thread the client started", thread_id=thread_id, reason=exc.message)
@@ -197,6 +200,10 @@ class Connection:
                     return
         except ConnectionClosed:
             scope.cancel()
+
+    async def run_op(self, op: Op) -> Any:
+        """An echsd op, wherever it runs (the native wire's definitions, limits included)."""
+        return await self.router.run(op)
 
     # -- sending --------------------------------------------------------------------------------
 
@@ -333,17 +340,22 @@ class Connection:
         decision = response.result.get("decision") if isinstance(response.result, dict) else None
         name = next(iter(decision), None) if isinstance(decision, dict) else decision
         verdict = "approve" if name in APPROVE else "deny"
+        if self._nursery is not None:
+            self._nursery.start_soon(self._settle, asked, verdict, name == "cancel")
+
+    async def _settle(self, asked: _Asked, verdict: str, cancel: bool) -> None:
+        """Answer the approval wherever it waits; ``cancel`` also interrupts the turn."""
         try:
-            self.service.respond_approval(asked.approval_id, verdict)
+            await self.run_op(RespondApproval(request_id=asked.approval_id, decision=verdict))
         except NotFound:
             pass  # answered elsewhere, timed out or cancelled meanwhile: nothing to do
         except EchsError as exc:
             self._log.info("approval answer refused", approval=asked.approval_id, error=exc.message)
-        if name == "cancel" and asked.thread_id and self._nursery is not None:
-            self._nursery.start_soon(self._interrupt_after_cancel, asked.thread_id)
+        if cancel and asked.thread_id:
+            await self._interrupt_after_cancel(asked.thread_id)
 
     async def _interrupt_after_cancel(self, thread_id: str) -> None:
         try:
-            await self.service.interrupt(thread_id)
+            await self.run_op(Interrupt(thread_id=thread_id))
         except EchsError as exc:
             self._log.info("could not interrupt after a cancelled approval", thread_id=thread_id, error=exc.message)

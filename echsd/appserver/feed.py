@@ -24,6 +24,8 @@ from echsd.appserver.stored import Envelope, is_turn_start, scan_back, stored_pa
 from echsd.appserver.translate import Out, ThreadTranslator
 from echsd.events import Event
 from echsd.logs import get_logger
+from echsd.ops.daemon import ListApprovals
+from echsd.ops.threads import Get
 from echsd.threads.hub import Listening
 
 if TYPE_CHECKING:
@@ -45,8 +47,10 @@ class ThreadFeed:
         context_window: Callable[[str], int | None],
     ) -> None:
         self.thread_id = thread_id
-        self.service = context.service
+        self.ops = context.router
         self.hub = context.hub
+        self._usage_now: dict[str, Any] = {}  # the thread's usage, kept current from turn.usage
+        self._usage_seq = 0  # the seq the thread object's usage was read at
         self.translator = ThreadTranslator(
             thread_id, client_ids=client_ids, context_window=context_window, usage_total=self._usage, boot_ms=context.boot_ms
         )
@@ -64,27 +68,31 @@ class ThreadFeed:
         self._early = []
         self._listening = self.hub.listen(self.thread_id, self._on_live)
         try:
-            thread = self.service.get(self.thread_id)
+            thread = await self.ops.run(Get(thread_id=self.thread_id))
+            self._usage_now = dict(thread.get("usage") or {})
+            self._usage_seq = int(thread.get("last_seq") or 0)
             self.translator.seed(thread)
             running = thread.get("active_turn")
-            found = await scan_back(self.service, self.thread_id, self.translator.last_seq + 1, _start_of(running), 1) if running else []
+            found = await scan_back(self.ops, self.thread_id, self.translator.last_seq + 1, _start_of(running), 1) if running else []
             if found:
                 self.translator.last_seq = found[0]["seq"] - 1
-            async for page in stored_pages(self.service, self.thread_id, after=self.translator.last_seq):
+            async for page in stored_pages(self.ops, self.thread_id, after=self.translator.last_seq):
                 for envelope in page:
                     self._track(envelope)
                     self.translator.feed(envelope)
+            waiting = await self._waiting_approvals()
         except BaseException:
             self.close()
             raise
-        early, self._early = self._early, None
-        self._sink(self._pending_asks())
+        early, self._early = self._early, None  # no checkpoint from here: the held events go first
+        self._sink(self.translator.pending_asks(waiting))
         for event in early:
             self._process(event.envelope())
 
     def _usage(self) -> Mapping[str, Any]:
-        usage: Mapping[str, Any] = self.service.get(self.thread_id).get("usage") or {}
-        return usage
+        """The thread's usage so far: as read at the start, plus every later ``turn.usage``
+        (the thread object adds a turn's usage in the unit that logs its ``turn.usage``)."""
+        return self._usage_now
 
     def close(self) -> None:
         if self._listening is not None:
@@ -147,8 +155,13 @@ class ThreadFeed:
             log.exception("cannot translate an event", thread_id=self.thread_id, seq=envelope.get("seq"), event=envelope.get("event"))
 
     def _track(self, envelope: Mapping[str, Any]) -> None:
-        """Which turn took which input; answer whoever waits for one."""
+        """Which turn took which input; answer whoever waits for one; the usage so far."""
         kind, data = envelope.get("event"), envelope.get("data") or {}
+        if kind == "turn.usage" and int(envelope.get("seq") or 0) > self._usage_seq:
+            for key, value in data.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    self._usage_now[key] = self._usage_now.get(key, 0) + value
+            self._usage_seq = int(envelope.get("seq") or 0)
         if kind == "turn.started":
             for input_id in data.get("input_ids") or ():
                 self._took(str(input_id), str(data.get("turn_id")))
@@ -167,10 +180,9 @@ class ThreadFeed:
         if outcome is not None:
             outcome(turn_id, None)
 
-    def _pending_asks(self) -> list[Out]:
-        """Approvals still waiting when we caught up: ask this client too."""
-        waiting = {approval["request_id"] for approval in self.service.approvals(self.thread_id)}
-        return self.translator.pending_asks(waiting)
+    async def _waiting_approvals(self) -> set[str]:
+        """Approvals still waiting when we caught up (this client is asked too)."""
+        return {approval["request_id"] for approval in await self.ops.run(ListApprovals(thread_id=self.thread_id))}
 
 
 def _start_of(turn_id: str) -> Callable[[Envelope], bool]:

@@ -30,9 +30,10 @@ from echsd.appserver.framing import INVALID_PARAMS, RpcError
 from echsd.appserver.stored import cwd_before, is_turn_start, scan_back, stored_pages
 from echsd.appserver.translate import ThreadTranslator
 from echsd.appserver.turns import Entry, TurnView
+from echsd.ops.threads import Get
 
 if TYPE_CHECKING:
-    from echsd.appserver.connection import AppContext
+    from echsd.appserver.connection import AppContext, Connection
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000
@@ -84,13 +85,17 @@ class Located:
 class Past:
     """One thread's past, for one request."""
 
-    def __init__(self, context: AppContext, thread_id: str) -> None:
-        self.service = context.service
+    def __init__(self, context: AppContext, thread: Mapping[str, Any]) -> None:
+        self.ops = context.router
         self.boot_ms = context.boot_ms
-        self.thread_id = thread_id
-        thread = self.service.get(thread_id)
+        self.thread_id = str(thread["thread_id"])
         self.end = int(thread.get("last_seq") or 0) + 1  # the seq the next event will have
         self.cwd = str((thread.get("config") or {}).get("cwd") or "")
+
+    @classmethod
+    async def open(cls, conn: Connection, thread_id: str) -> Past:
+        """The thread's past as it is now (wherever it runs)."""
+        return cls(conn.context, await conn.run_op(Get(thread_id=thread_id)))
 
     async def everything(self) -> ThreadTranslator:
         """The whole log replayed (for the requests that ask for every turn)."""
@@ -128,7 +133,7 @@ class Past:
 
     async def _turns_before(self, at: Position | None, limit: int) -> tuple[list[TurnView], bool]:
         """The ``limit`` turns that started before ``at`` (the newest if None), oldest first."""
-        starts = await scan_back(self.service, self.thread_id, at.seq if at else self.end, is_turn_start, limit + 1)
+        starts = await scan_back(self.ops, self.thread_id, at.seq if at else self.end, is_turn_start, limit + 1)
         wanted = starts[:limit]
         if not wanted:
             return [], False
@@ -153,7 +158,7 @@ class Past:
         turns are replayed, more of them until there are enough items."""
         count = FIRST_TURNS
         while True:
-            starts = await scan_back(self.service, self.thread_id, at.seq + 1 if at else self.end, is_turn_start, count)
+            starts = await scan_back(self.ops, self.thread_id, at.seq + 1 if at else self.end, is_turn_start, count)
             if not starts:
                 return [], False
             translator, _ = await self.replay(starts[-1]["seq"], through=starts[0]["seq"], seed=self._seed(at))
@@ -173,7 +178,7 @@ class Past:
         return located[:limit], len(located) > limit or stopped
 
     async def _items_of_turn(self, turn_id: str, at: Position | None, limit: int, desc: bool) -> tuple[list[Located], bool]:
-        found = await scan_back(self.service, self.thread_id, self.end, lambda e: is_turn_start(e) and (e.get("data") or {}).get("turn_id") == turn_id, 1)
+        found = await scan_back(self.ops, self.thread_id, self.end, lambda e: is_turn_start(e) and (e.get("data") or {}).get("turn_id") == turn_id, 1)
         if not found:
             raise RpcError(INVALID_PARAMS, f"no turn {turn_id!r} in this thread")
         translator, _ = await self.replay(found[0]["seq"], through=found[0]["seq"], seed=(self.cwd, self.end))
@@ -193,7 +198,7 @@ class Past:
             raise RpcError(INVALID_PARAMS, f"unknown cursor {cursor!r}: pass back a nextCursor this server returned")
         count = FIRST_TURNS
         while True:
-            starts = await scan_back(self.service, self.thread_id, self.end, is_turn_start, count)
+            starts = await scan_back(self.ops, self.thread_id, self.end, is_turn_start, count)
             translator, _ = await self.replay(starts[-1]["seq"], seed=(self.cwd, self.end)) if starts else (None, False)
             for item in locate(translator.turns) if translator else ():
                 if item.entry.item["id"] == cursor.get("itemId"):
@@ -223,7 +228,7 @@ class Past:
         the log's end."""
         translator, stopped, moved = await self._replay(start, through, seed, enough)
         if seed is not None and moved is not None and moved < seed[1]:  # the cwd changed in between: look it up
-            translator, stopped, _ = await self._replay(start, through, (await cwd_before(self.service, self.thread_id, start) or "", start), enough)
+            translator, stopped, _ = await self._replay(start, through, (await cwd_before(self.ops, self.thread_id, start) or "", start), enough)
         return translator, stopped
 
     async def _replay(
@@ -234,7 +239,7 @@ class Past:
             translator.cwd = seed[0]
         watch_until = seed[1] if seed is not None else 0  # cwd changes before this seq matter
         following = False
-        async for page in stored_pages(self.service, self.thread_id, after=start - 1):
+        async for page in stored_pages(self.ops, self.thread_id, after=start - 1):
             for envelope in page:
                 if not following and is_turn_start(envelope) and translator.turns:
                     following = (through is not None and envelope["seq"] > through) or (enough is not None and enough(translator))

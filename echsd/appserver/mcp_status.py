@@ -50,7 +50,7 @@ def server_status(session: McpSession) -> dict[str, Any]:
 
 async def mcp_server_status_list(conn: Connection, request: Request) -> dict[str, Any]:
     params = request.params
-    mcp = conn.service.mcp
+    mcp = conn.router.local.mcp  # this node's MCP servers
     name = params.get("serverName")
     if name is not None and (mcp is None or name not in mcp.sessions):
         raise RpcError(INVALID_REQUEST, f"no MCP server {name!r} in the daemon's config.toml")

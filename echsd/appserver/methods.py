@@ -18,6 +18,7 @@ from echsd.appserver import shapes, thread_methods, turn_methods
 from echsd.appserver.mcp_status import mcp_server_status_list
 from echsd.appserver.connection import Connection, Handler
 from echsd.appserver.framing import INVALID_REQUEST, Request, RpcError
+from echsd.ops.daemon import Status
 
 
 def initialize(conn: Connection, request: Request) -> dict[str, Any]:
@@ -43,9 +44,9 @@ def model_list(conn: Connection, request: Request) -> dict[str, Any]:
     return {"data": shapes.model_list(conn.settings.catalog, conn.settings.model), "nextCursor": None}
 
 
-def rate_limits_read(conn: Connection, request: Request) -> dict[str, Any]:
+async def rate_limits_read(conn: Connection, request: Request) -> dict[str, Any]:
     """The account's rate limits as the endpoint last reported them (ChatGPT plans)."""
-    snapshot = conn.service.status().get("rate_limits") or {}
+    snapshot = (await conn.run_op(Status())).get("rate_limits") or {}
     limits = [shapes.rate_limits(entry) for entry in snapshot.get("limits") or () if isinstance(entry, dict)]
     if not limits:
         raise RpcError(INVALID_REQUEST, "no rate limits known yet: the model endpoint reports them with its answers (ChatGPT plans only)")

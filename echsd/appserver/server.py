@@ -21,8 +21,8 @@ from echsd.appserver.handshake import check_handshake
 from echsd.appserver.methods import METHODS
 from echsd.logs import get_logger, register_secret
 from echsd.settings import Settings
+from echsd.router import ThreadRouter
 from echsd.threads.hub import EventHub
-from echsd.threads.service import ThreadService
 from echsd.wire.admission import Admission, Ticket
 from echsd.wire.server import CLOSE_TIMEOUT_S, WireServer
 from echsd.wire.token import TokenError, read_token
@@ -41,10 +41,10 @@ class AppServer(WireServer):
         """Where clients connect: ``unix://PATH`` or ``ws://HOST:PORT`` (ports resolved)."""
         return [url.replace("tcp://", "ws://", 1) for url in super().urls]
 
-    async def serve(self, service: ThreadService, hub: EventHub, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:  # type: ignore[override]
+    async def serve(self, router: ThreadRouter, hub: EventHub, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:  # type: ignore[override]
         """Accept clients until ``stop_accepting``; connections live until cancelled."""
-        boot_ms = int((time.time() - (time.monotonic() - service.started)) * 1000)
-        self.context = AppContext(service, hub, self.settings, METHODS, boot_ms)
+        boot_ms = int((time.time() - (time.monotonic() - router.local.started)) * 1000)
+        self.context = AppContext(router, hub, self.settings, METHODS, boot_ms)
         await super().serve(self.context, task_status=task_status)  # type: ignore[arg-type]
 
     async def _handshake_and_serve(

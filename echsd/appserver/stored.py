@@ -1,5 +1,5 @@
-"""Reading a thread's stored events through ``ThreadService.events`` (a forward read from a
-seq), forwards a page at a time or backwards a window at a time, so that a request reads
+"""Reading a thread's stored events through ``thread.events`` (a forward read from a seq,
+run by the router, so any node's thread reads the same), forwards a page at a time or backwards a window at a time, so that a request reads
 the part of a long thread it needs rather than all of it.
 
 Folded ranges (retention) come as ``events.gap`` envelopes, which readers skip.
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, AsyncIterator, Callable, Mapping
 
-from echsd.threads.service import ThreadService
+from echsd.ops.threads import Events
+from echsd.threads.services import OpRunner
 
 PAGE = 2000  # events per forward read
 FIRST_WINDOW = 128  # events read by the first step of a backward scan; each next step reads twice as many
@@ -18,13 +19,13 @@ MAX_WINDOW = 8192
 Envelope = dict[str, Any]
 
 
-async def stored_pages(service: ThreadService, thread_id: str, *, after: int = 0, upto: int | None = None) -> AsyncIterator[list[Envelope]]:
+async def stored_pages(ops: OpRunner, thread_id: str, *, after: int = 0, upto: int | None = None) -> AsyncIterator[list[Envelope]]:
     """The thread's event envelopes with ``after < seq`` (``<= upto`` when given), in
     order, a page at a time."""
     since = after
     while upto is None or since < upto:
         limit = PAGE if upto is None else min(PAGE, upto - since)
-        envelopes = await service.events(thread_id, since, limit)
+        envelopes = await ops.run(Events(thread_id=thread_id, since=since, limit=limit))
         if upto is not None:
             envelopes = [envelope for envelope in envelopes if envelope["seq"] <= upto]
         if envelopes:
@@ -36,7 +37,7 @@ async def stored_pages(service: ThreadService, thread_id: str, *, after: int = 0
 
 
 async def scan_back(
-    service: ThreadService, thread_id: str, before: int, wanted: Callable[[Envelope], bool], count: int
+    ops: OpRunner, thread_id: str, before: int, wanted: Callable[[Envelope], bool], count: int
 ) -> list[Envelope]:
     """Up to ``count`` envelopes with ``seq < before`` that ``wanted`` picks, newest first,
     read backwards a window at a time, each larger than the last (stopping as soon as
@@ -46,7 +47,7 @@ async def scan_back(
     while upto > 0 and len(found) < count:
         after = max(0, upto - size)
         window: list[Envelope] = []
-        async for page in stored_pages(service, thread_id, after=after, upto=upto):
+        async for page in stored_pages(ops, thread_id, after=after, upto=upto):
             window += [envelope for envelope in page if wanted(envelope)]
         found += reversed(window)
         upto, size = after, min(size * 2, MAX_WINDOW)
@@ -69,7 +70,7 @@ def cwd_set_by(envelope: Mapping[str, Any]) -> str:
     return str((config or {}).get("cwd") or "")
 
 
-async def cwd_before(service: ThreadService, thread_id: str, seq: int) -> str | None:
+async def cwd_before(ops: OpRunner, thread_id: str, seq: int) -> str | None:
     """The thread's cwd just before ``seq`` (None: no event left that says)."""
-    found = await scan_back(service, thread_id, seq, sets_cwd, 1)
+    found = await scan_back(ops, thread_id, seq, sets_cwd, 1)
     return cwd_set_by(found[0]) if found else None

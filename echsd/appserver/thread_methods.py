@@ -22,6 +22,8 @@ from echsd.appserver.ids import thread_id_of, thread_uuid
 from echsd.appserver.stored import scan_back
 from echsd.appserver.translate import ThreadTranslator
 from echsd.appserver.turns import status_object, usage_breakdown
+from echsd.ops.daemon import ListApprovals
+from echsd.ops.threads import Compact, Create, Delete, Events, Get, ListThreads
 
 PREVIEW_EVENTS = 16  # the first user message of a thread is among its first few events
 PREVIEW_CHARS = 200
@@ -36,7 +38,7 @@ def thread_param(params: dict[str, Any], key: str = "threadId") -> str:
 
 async def preview_of(conn: Connection, thread_id: str) -> str:
     translator = ThreadTranslator(thread_id)
-    for envelope in await conn.service.events(thread_id, 0, PREVIEW_EVENTS):
+    for envelope in await conn.run_op(Events(thread_id=thread_id, since=0, limit=PREVIEW_EVENTS)):
         translator.feed(envelope)
         if translator.first_user_text is not None:
             return translator.first_user_text[:PREVIEW_CHARS]
@@ -62,7 +64,7 @@ async def thread_start(conn: Connection, request: Request) -> Reply:
     approval = shapes.echsd_approval(params.get("approvalPolicy"))
     if approval is not None:
         create["approval"] = approval
-    created = await conn.service.create(**create)
+    created = await conn.run_op(Create(config=create))  # the native wire's checks and limits apply
     thread_id = created["thread_id"]
     conn.started.append(thread_id)
     feed = await conn.attach(thread_id)
@@ -72,9 +74,9 @@ async def thread_start(conn: Connection, request: Request) -> Reply:
 
 async def thread_resume(conn: Connection, request: Request) -> Reply:
     thread_id = thread_param(request.params)
-    echsd_thread = conn.service.get(thread_id)
+    echsd_thread = await conn.run_op(Get(thread_id=thread_id))
     feed = await conn.attach(thread_id)
-    turns = [] if request.params.get("excludeTurns") else [turn.to_turn() for turn in (await Past(conn.context, thread_id).everything()).turns]
+    turns = [] if request.params.get("excludeTurns") else [turn.to_turn() for turn in (await (await Past.open(conn, thread_id)).everything()).turns]
     preview = await preview_of(conn, thread_id)
     thread = shapes.thread_object(echsd_thread, provider=_provider(conn), preview=preview, status=feed.translator.status, turns=turns)
     return Reply(shapes.session(thread, echsd_thread, _provider(conn)), then=await usage_so_far(conn, echsd_thread))
@@ -87,7 +89,7 @@ async def usage_so_far(conn: Connection, thread: dict[str, Any]) -> list[tuple[s
     if not total["totalTokens"]:
         return []
     thread_id = str(thread["thread_id"])
-    found = await scan_back(conn.service, thread_id, int(thread.get("last_seq") or 0) + 1, lambda e: e.get("event") == "turn.usage", 1)
+    found = await scan_back(conn.router, thread_id, int(thread.get("last_seq") or 0) + 1, lambda e: e.get("event") == "turn.usage", 1)
     data = found[0]["data"] if found else {}
     model = str((thread.get("config") or {}).get("model") or "")
     usage = {"total": total, "last": usage_breakdown(data), "modelContextWindow": conn.context_window(model) if model else None}
@@ -97,28 +99,28 @@ async def usage_so_far(conn: Connection, thread: dict[str, Any]) -> list[tuple[s
 async def thread_read(conn: Connection, request: Request) -> dict[str, Any]:
     """Without ``includeTurns`` only the first events are read (the preview)."""
     thread_id = thread_param(request.params)
-    echsd_thread = conn.service.get(thread_id)
+    echsd_thread = await conn.run_op(Get(thread_id=thread_id))
     if request.params.get("includeTurns"):
-        past = await Past(conn.context, thread_id).everything()
+        past = await (await Past.open(conn, thread_id)).everything()
         preview, status, turns = (past.first_user_text or "")[:PREVIEW_CHARS], past.status, [t.to_turn() for t in past.turns]
     else:
-        waiting = bool(conn.service.approvals(thread_id))
+        waiting = bool(await conn.run_op(ListApprovals(thread_id=thread_id)))
         preview, status, turns = await preview_of(conn, thread_id), status_object(str(echsd_thread["state"]), waiting), []
     thread = shapes.thread_object(echsd_thread, provider=_provider(conn), preview=preview, status=status, turns=turns)
     return {"thread": thread}
 
 
 async def thread_turns_list(conn: Connection, request: Request) -> dict[str, Any]:
-    return await Past(conn.context, thread_param(request.params)).turns_page(request.params)
+    return await (await Past.open(conn, thread_param(request.params))).turns_page(request.params)
 
 
 async def thread_items_list(conn: Connection, request: Request) -> dict[str, Any]:
-    return await Past(conn.context, thread_param(request.params)).items_page(request.params)
+    return await (await Past.open(conn, thread_param(request.params))).items_page(request.params)
 
 
 async def thread_list(conn: Connection, request: Request) -> dict[str, Any]:
     params = request.params
-    threads = _listed(conn, params)
+    threads = await _listed(conn, params)
     search = params.get("searchTerm")
     previews: dict[str, str] = {}
     if isinstance(search, str) and search.strip():
@@ -140,12 +142,12 @@ async def thread_list(conn: Connection, request: Request) -> dict[str, Any]:
     return {"data": data, "nextCursor": str(end) if end < len(threads) else None, "backwardsCursor": None}
 
 
-def _listed(conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:
+async def _listed(conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:
     """Threads matching the list's filters, in the order asked (newest first by default)."""
     kinds = params.get("sourceKinds") or []
     if params.get("archived") or (kinds and "cli" not in kinds):
         return []  # echsd archives nothing, and its threads are all of the "cli" kind
-    threads = conn.service.list()
+    threads = await conn.run_op(ListThreads())
     cwd = params.get("cwd")
     if cwd is not None:
         wanted = {cwd} if isinstance(cwd, str) else set(cwd) if isinstance(cwd, list) else set()
@@ -177,20 +179,20 @@ def thread_unsubscribe(conn: Connection, request: Request) -> dict[str, Any]:
 
 
 async def thread_compact(conn: Connection, request: Request) -> dict[str, Any]:
-    await conn.service.compact(thread_param(request.params))
+    await conn.run_op(Compact(thread_id=thread_param(request.params)))
     return {}
 
 
 async def thread_delete(conn: Connection, request: Request) -> Reply:
     """``echs rm``: the thread and its descendants go (refused while one of them runs)."""
-    deleted = (await conn.service.delete(thread_param(request.params)))["deleted"]
+    deleted = (await conn.run_op(Delete(thread_id=thread_param(request.params))))["deleted"]
     for thread_id in deleted:
         conn.detach(thread_id)
     return Reply({}, then=[("thread/deleted", {"threadId": thread_uuid(thread_id)}) for thread_id in deleted])
 
 
-def thread_goal_get(conn: Connection, request: Request) -> dict[str, Any]:
-    conn.service.get(thread_param(request.params))
+async def thread_goal_get(conn: Connection, request: Request) -> dict[str, Any]:
+    await conn.run_op(Get(thread_id=thread_param(request.params)))
     return {"goal": None}  # echsd threads have no goals
 
 

@@ -18,6 +18,7 @@ from echsd.appserver.connection import ANSWERED, Answered, Connection
 from echsd.appserver.feed import ThreadFeed
 from echsd.appserver.framing import INVALID_PARAMS, INVALID_REQUEST, Request, RpcError
 from echsd.appserver.thread_methods import thread_param
+from echsd.ops.threads import Configure, Get, Interrupt, Send
 
 
 def input_text(params: dict[str, Any]) -> str:
@@ -61,7 +62,7 @@ async def turn_steer(conn: Connection, request: Request) -> Answered:
     thread_id = thread_param(params)
     text = input_text(params)
     expected = params.get("expectedTurnId")
-    running = conn.service.get(thread_id).get("active_turn")
+    running = (await conn.run_op(Get(thread_id=thread_id))).get("active_turn")
     if running is None or running != expected:
         raise RpcError(INVALID_REQUEST, f"turn {expected!r} is not running (running: {running!r}); start a new turn")
     feed = await conn.attach(thread_id)
@@ -82,7 +83,7 @@ async def _send(conn: Connection, request: Request, feed: ThreadFeed, thread_id:
 
     feed.hold()
     try:
-        ack = await conn.service.send(thread_id, text, mode=mode, client_msg_id=client_id)
+        ack = await conn.run_op(Send(thread_id=thread_id, text=text, mode=mode, client_msg_id=client_id))
         input_id = ack["input_id"]
         conn.remember_client_id(input_id, client_id)
         turn_id = feed.turn_of(input_id)
@@ -103,21 +104,21 @@ async def _send(conn: Connection, request: Request, feed: ThreadFeed, thread_id:
 
 async def _reconfigure(conn: Connection, thread_id: str, params: dict[str, Any]) -> None:
     """A model or effort chosen in the client (``/model``) becomes the thread's."""
-    config = conn.service.get(thread_id)["config"]
+    config = (await conn.run_op(Get(thread_id=thread_id)))["config"]
     changes = {}
     if isinstance(params.get("model"), str) and params["model"] and params["model"] != config.get("model"):
         changes["model"] = params["model"]
     if isinstance(params.get("effort"), str) and params["effort"] != config.get("reasoning"):
         changes["reasoning"] = params["effort"]
     if changes:
-        await conn.service.configure(thread_id, changes)
+        await conn.run_op(Configure(thread_id=thread_id, config=changes))
 
 
 async def turn_interrupt(conn: Connection, request: Request) -> dict[str, Any]:
     thread_id = thread_param(request.params)
-    running = conn.service.get(thread_id).get("active_turn")
+    running = (await conn.run_op(Get(thread_id=thread_id))).get("active_turn")
     if running is not None and running == request.params.get("turnId"):
-        await conn.service.interrupt(thread_id)
+        await conn.run_op(Interrupt(thread_id=thread_id))
     return {}
 
 

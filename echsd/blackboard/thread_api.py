@@ -4,13 +4,13 @@ and, asked to, tells the thread's parent what it wrote.
 
 The note to the parent is steered into its running turn (it reaches its next model
 request) or, when the parent is idle, starts a turn with it; a paused parent queues it.
-It goes through the parent's mailbox (``call(parent, "send", ...)``), the same path as any
+It is sent as a ``thread.send`` (``steer``) wherever the parent runs, the same path as any
 input, so it is acknowledged and delivered once, never dropped.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Awaitable, Callable
 
 from echsd.blackboard.board import Blackboard
 from echsd.blackboard.entries import entry_object
@@ -20,10 +20,7 @@ from echsd.logs import get_logger
 log = get_logger(__name__)
 
 
-class CallThread(Protocol):
-    """The supervisor's ``call``: an op sent to a thread's actor."""
-
-    async def __call__(self, thread_id: str, op: str, timeout_s: float = ..., **params: Any) -> Any: ...
+SteerThread = Callable[[str, str], Awaitable[Any]]  # (thread id, text): its acknowledgement
 
 
 def parent_note(writer: str, key: str, version: int) -> str:
@@ -32,11 +29,11 @@ def parent_note(writer: str, key: str, version: int) -> str:
 
 
 class ThreadBlackboard:
-    def __init__(self, board: Blackboard, thread_id: str, parent: str | None, call: CallThread) -> None:
+    def __init__(self, board: Blackboard, thread_id: str, parent: str | None, steer: SteerThread) -> None:
         self._board = board
         self.thread_id = thread_id
         self._parent = parent
-        self._call = call
+        self._steer = steer
 
     async def write(self, key: str, value: Any, *, if_version: int | None = None, notify_parent: bool = False) -> dict[str, Any]:
         entry = await self._board.set(key, value, writer=self.thread_id, if_version=if_version)
@@ -50,7 +47,7 @@ class ThreadBlackboard:
         if self._parent is None:
             return "no parent: this thread is not a sub-agent"
         try:
-            await self._call(self._parent, "send", text=parent_note(self.thread_id, key, version), mode="steer", client_msg_id=None)
+            await self._steer(self._parent, parent_note(self.thread_id, key, version))
         except EchsError as exc:  # e.g. a killed parent (invalid_state)
             log.info("blackboard note not delivered", thread_id=self.thread_id, parent=self._parent, error=exc.message)
             return f"not delivered: {exc.message}"

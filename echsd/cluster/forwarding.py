@@ -1,13 +1,13 @@
 """``Forwarder``: operations on threads another node runs, through the database.
 
-The origin writes a request row (op, params) and NOTIFYs the target node in the same
-transaction; the target runs it as if a local client had asked and writes the answer into
+The origin writes a request row (the op's name and its versioned forwarding form, see
+``echsd.ops.base.Op.forward_form``) and NOTIFYs the target node in the same transaction; the target runs it as if a local client had asked and writes the answer into
 the row, NOTIFYing the origin, which reads it and deletes the row. The row, not the
 notification, is the request: a target that was not listening at the time (a restart, a
 reconnect) finds the rows addressed to it when it starts listening, and a node that dies
 with requests unanswered hands them to whoever adopts its threads (``nodes.adopt``).
-Sends are forwarded with a ``client_msg_id``, so running one twice (the target died after
-running it, before answering) delivers it once.
+Sends are forwarded with a ``client_msg_id`` (``Send.for_forwarding``), so running one twice
+(the target died after running it, before answering) delivers it once.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ import orjson
 import trio
 
 from echsd.cluster.channels import ANSWERS, REQUESTS, addressed
-from echsd.errors import BadRequest, EchsError, Internal, Timeout
+from echsd.errors import EchsError, Internal, Timeout
 from echsd.logs import get_logger
+from echsd.ops.base import Op, OwnerOf, from_forward
 from echsd.store import Store, Unit
 
 log = get_logger(__name__)
 
-Handler = Callable[[str | None, str, dict[str, Any]], Awaitable[Any]]
+Handler = Callable[[Op], Awaitable[Any]]
 STALE_S = 3600.0  # answered or abandoned rows older than this are removed
 
 
@@ -62,12 +63,12 @@ class Forwarder:
 
     # -- the origin --------------------------------------------------------------------------
 
-    async def forward(self, target: str, thread_id: str | None, op: str, params: dict[str, Any], timeout_s: float) -> Any:
-        """Run ``op`` on ``target`` and return its answer (or raise its error)."""
-        try:
-            encoded = orjson.dumps(params).decode()
-        except TypeError as exc:
-            raise BadRequest(f"{op} on thread {thread_id} cannot go to node {target}, which runs it: {exc}") from exc
+    async def forward(self, target: str, value: Op, timeout_s: float | None = None) -> Any:
+        """Run ``value`` on ``target`` and return its answer (or raise its error)."""
+        op, encoded = value.forward_form()
+        route = value.route()
+        thread_id = route.thread_id if isinstance(route, OwnerOf) else None
+        timeout_s = value.timeout_s if timeout_s is None else timeout_s
         request_id = f"req_{secrets.token_hex(8)}"
         done = trio.Event()
         slot: list[Any] = []
@@ -84,7 +85,8 @@ class Forwarder:
                 await done.wait()
             if not done.is_set():
                 self._delete(request_id)
-                raise Timeout(f"node {target}, which runs thread {thread_id}, did not answer {op} within {timeout_s:g} s")
+                where = f"node {target}, which runs thread {thread_id}," if thread_id else f"node {target}"
+                raise Timeout(f"{where} did not answer {op} within {timeout_s:g} s")
         finally:
             self._waiting.pop(request_id, None)
         answer = slot[0]
@@ -154,7 +156,7 @@ class Forwarder:
                 return
             origin, thread_id, op, params = row
             try:
-                answer: dict[str, Any] = {"result": await self._handler(thread_id, op, orjson.loads(params))}
+                answer: dict[str, Any] = {"result": await self._handler(from_forward(op, params))}
             except EchsError as exc:
                 answer = {"error": {"code": exc.code, "message": exc.message}}
             except Exception as exc:  # never take the node down for one request

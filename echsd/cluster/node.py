@@ -4,8 +4,9 @@ It joins (``join``: a new incarnation, which leases it its own threads), then ru
 lease keeper, an OS thread that renews the lease every ``lease_s / 3`` whatever the event
 loop is doing (``lease.py``); the heartbeat, which adopts the threads of nodes whose lease
 ran out and acts on a lost lease; the LISTEN connection; the event relay; the request
-forwarder. It is the
-supervisor's ``RemoteThreads``: an operation on a thread run elsewhere goes to its owner.
+forwarder. It is the router's ``RemoteNodes``: an op the router sends elsewhere goes
+through the forwarder, and an op another node sends here runs as the router's local part
+(``run_here``).
 
 Losing the lease (another node adopted this incarnation, or the database was out of reach
 for a whole lease) stops every thread here at once, then the node joins again under a new
@@ -14,8 +15,7 @@ incarnation, taking back only what nobody took.
 
 from __future__ import annotations
 
-import secrets
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import trio
 
@@ -29,11 +29,15 @@ from echsd.cluster.listener import Listener
 from echsd.cluster.relay import EventRelay
 from echsd.errors import EchsError, NotFound, Unavailable
 from echsd.logs import get_logger
+from echsd.ops.base import Op
 from echsd.store import Store, queries
 from echsd.store.postgres.connection import PgConn
 from echsd.store.postgres.store import PgStore, application_name
 from echsd.threads.hub import EventHub
 from echsd.threads.supervisor import Supervisor
+
+if TYPE_CHECKING:
+    from echsd.router.router import ThreadRouter
 
 log = get_logger(__name__)
 T = TypeVar("T")
@@ -51,6 +55,7 @@ class ClusterNode:
         self.guard = LeaseGuard(self._fenced)
         self.relay = EventRelay(store, hub, self._is_local)
         self._supervisor: Supervisor | None = None
+        self._router: ThreadRouter | None = None
         self.forwarder = Forwarder(store, self.node_id, self._serve)
         self._conn = PgConn(store.url, application_name(self.node_id) + " membership")
         self._limiter = trio.CapacityLimiter(1)
@@ -70,9 +75,9 @@ class ClusterNode:
         log.info("cluster_joined", node_id=self.node_id, epoch=self.epoch, lease_s=self.lease_s)
         return self.epoch
 
-    def attach(self, supervisor: Supervisor) -> None:
+    def attach(self, supervisor: Supervisor, router: ThreadRouter) -> None:
         self._supervisor = supervisor
-        supervisor.remote = self
+        self._router = router
         self.store.writer.guard = self.guard
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -191,54 +196,29 @@ class ClusterNode:
     async def _db(self, fn: Callable[..., T], *args: Any) -> T:
         return await trio.to_thread.run_sync(fn, self._conn, *args, limiter=self._limiter)
 
-    # -- RemoteThreads -------------------------------------------------------------------------
+    # -- RemoteNodes (the router's other nodes) ----------------------------------------------
 
-    async def forward(self, thread_id: str | None, op: str, params: dict[str, Any], timeout_s: float, node: str | None = None) -> Any:
-        if node is None:
-            assert thread_id is not None
-            owner = await self.store.read(lambda conn: queries.owner_of(conn, thread_id))
-            if owner is None:
-                raise NotFound(f"no thread {thread_id}")
-            node = owner[0] or ""
-            if node == self.node_id:
-                raise Unavailable(f"thread {thread_id} is being taken over by this node ({node}); try again in a moment")
-        else:
+    async def owner_of(self, thread_id: str) -> str:
+        owner = await self.store.read(lambda conn: queries.owner_of(conn, thread_id))
+        if owner is None:
+            raise NotFound(f"no thread {thread_id}")
+        node = owner[0] or ""
+        if node == self.node_id:
+            raise Unavailable(f"thread {thread_id} is being taken over by this node ({node}); try again in a moment")
+        return node
+
+    async def forward(self, node: str, op: Op, *, check_node: bool = False) -> Any:
+        if check_node:
             await self.epoch_of(node)
-        if op == "send" and not params.get("client_msg_id"):
-            params = {**params, "client_msg_id": f"fwd-{secrets.token_hex(8)}"}  # runs once, even if run twice
-        kind = op if op in ("create", "kill_tree", "delete", "take", "approvals", "respond_approval") else f"actor:{op}"
-        return await self.forwarder.forward(node, thread_id, kind, params, timeout_s)
+        return await self.forwarder.forward(node, op)
 
-    async def _serve(self, thread_id: str | None, kind: str, params: dict[str, Any]) -> Any:
-        """A request from another node, answered as a local client would be."""
-        supervisor = self._supervisor
-        if supervisor is None:
+    async def _serve(self, op: Op) -> Any:
+        """A request from another node, answered as the router's local part."""
+        if self._router is None:
             raise Unavailable(f"node {self.node_id} is starting")
-        if kind == "create":
-            return await supervisor.create_thread(params)
-        if kind == "take":  # threads another node created to run here
-            await supervisor.adopt(list(params["thread_ids"]))
-            return {}
-        if kind == "approvals":
-            return supervisor.approvals.pending(params.get("thread_id"))
-        if kind == "respond_approval":
-            return supervisor.approvals.respond(params["request_id"], params["decision"])
-        assert thread_id is not None
-        if thread_id not in supervisor.records:
-            raise Unavailable(f"thread {thread_id} is not run by node {self.node_id} any more; try again")
-        if kind == "kill_tree":
-            if "reason" in params:
-                killed: list[str] = []
-                await supervisor.kill_subtree(thread_id, params["reason"], killed)
-                return {"thread_id": thread_id, "killed": killed}
-            return await supervisor.kill(thread_id)
-        if kind == "delete":
-            return await supervisor.delete(thread_id)
-        if kind.startswith("actor:"):
-            return await supervisor.call(thread_id, kind.removeprefix("actor:"), **params)
-        raise EchsError(f"unknown forwarded operation {kind!r}")
+        return await self._router.run_here(op, forwarded=True)
 
-    async def ask_others(self, op: str, params: dict[str, Any]) -> list[Any]:
+    async def ask_others(self, op: Op) -> list[Any]:
         """Ask every other live node (approvals live with their thread's node); the
         answers of those that had something (``not_found`` ones are left out)."""
         others = [row.node_id for row in await self._db(nodes.nodes) if row.node_id != self.node_id and row.expires_in_s > 0]
@@ -247,11 +227,11 @@ class ClusterNode:
 
         async def ask(node: str) -> None:
             try:
-                answers.append(await self.forward(None, op, params, FORWARD_TIMEOUT_S, node=node))
+                answers.append(await self.forwarder.forward(node, op, timeout_s=FORWARD_TIMEOUT_S))
             except NotFound:
                 pass
             except EchsError as exc:
-                log.warning("cluster_ask_failed", node=node, op=op, error=exc.message)
+                log.warning("cluster_ask_failed", node=node, op=op.name, error=exc.message)
                 refusals.append(exc)
 
         async with trio.open_nursery() as nursery:

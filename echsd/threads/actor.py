@@ -8,44 +8,48 @@ then does it await (the commit, a reply). Work that waits on the network (a turn
 compaction) runs as a child task of the actor, so control requests are answered while it
 runs; a control request that must wait for a turn's end (interrupt, pause, kill, shutdown)
 parks its reply until the unit closing that turn has committed.
+
+Requests are op values (``echsd.ops``); the actor answers each by its class: one of its
+``@handles`` methods (``actor_ops.py``, a mixin of this class), or a ``@decides`` decision
+of the core run the generic way (``_decide``). Nothing here waits on another node: what
+crosses nodes is the router's.
 """
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any
 
 import trio
 
 from echsd.blackboard.thread_api import ThreadBlackboard
 from echsd.codex import ModelError
-from echsd.errors import BadRequest, Conflict, EchsError, Internal, UpstreamError
+from echsd.errors import Conflict, EchsError, Internal, UpstreamError
 from echsd.logs import get_logger
+from echsd.ops.threads import Send
 from echsd.store import Unit, ops, queries
+from echsd.threads.actor_ops import LATER, ActorOps
 from echsd.threads.agents import ThreadAgents, tree_root
 from echsd.threads.compactor import compact_head
-from echsd.threads.config import CHAIN_REFUSED, ThreadConfig
+from echsd.threads.config import ThreadConfig
 from echsd.threads.core import ThreadCore
 from echsd.threads.effects import Effects, Park, TurnState
-from echsd.threads.inputs import PendingInput
+from echsd.threads.handlers import ACTOR, DECISIONS
 from echsd.threads.mailbox import Reply, Request, error_reply
 from echsd.threads.providers import RemoteProviders
 from echsd.threads.record import ThreadRecord
 from echsd.threads.services import ActorServices
-from echsd.threads.state import parse_mode
 from echsd.threads.turn import run_turn
 from echsd.threads.turnhost import ActorTurnHost
-from echsd.tools.capabilities import Peer, ThreadCapabilities
+from echsd.tools.capabilities import ThreadCapabilities
 from echsd.tools.registry import ToolRegistry
-
 from echsd.tools.sessions import ExecSessionManager
 
 log = get_logger(__name__)
 
-LATER = object()  # a handler's result meaning "a background task answers the reply"
 FOLD_EVERY_DELTAS = 1000  # check retention at a turn's end once this many deltas were logged
 
 
-class ThreadActor:
+class ThreadActor(ActorOps):
     def __init__(self, record: ThreadRecord, services: ActorServices) -> None:
         self.record = record
         self.services = services
@@ -56,17 +60,19 @@ class ThreadActor:
             record.thread_id,
             services.tree,
             lambda: self.core.config,
+            lambda: list(self.core.children),
             services.agent_types,
             self.adopt_child,
             self._emit,
             services.catalog,
             services.subagent_slots,
+            services.ops,
         )
         self.caps = ThreadCapabilities(
             sessions=self.sessions,
             plan=_Plan(self),
             agents=agents,
-            blackboard=ThreadBlackboard(services.blackboard, record.thread_id, record.core.parent, services.tree.call),
+            blackboard=ThreadBlackboard(services.blackboard, record.thread_id, record.core.parent, self._steer),
         )
         self.parked: dict[str, list[tuple[Reply, Park]]] = {}  # turn id -> replies waiting for its end
         self._nursery: trio.Nursery | None = None
@@ -138,18 +144,21 @@ class ThreadActor:
             self._receive_scope.cancel()
 
     async def _handle(self, request: Request) -> None:
-        handler = OPS.get(request.op)
-        if handler is None:
-            request.reply.fail(Internal(f"thread actor has no operation {request.op!r}"))
-            return
+        op = request.op
         try:
-            result = await handler(self, request.reply, **request.params)
+            handler = ACTOR.get(type(op))
+            if handler is not None:
+                result = await handler(self, op, request.reply)
+            elif type(op) in DECISIONS:
+                result = await self._decide(op)
+            else:
+                raise Internal(f"a thread's worker does not answer {op.name}")
         except EchsError as exc:
             request.reply.fail(exc)
             return
         except Exception as exc:  # a bug in one op answers that op; the worker goes on
-            log.exception("thread operation failed", thread_id=self.thread_id, op=request.op)
-            request.reply.fail(Internal(f"{request.op} failed: {type(exc).__name__}: {exc}"))
+            log.exception("thread operation failed", thread_id=self.thread_id, op=op.name)
+            request.reply.fail(Internal(f"{op.name} failed: {type(exc).__name__}: {exc}"))
             return
         if isinstance(result, Park):
             self.parked.setdefault(result.turn_id, []).append((request.reply, result))
@@ -174,6 +183,14 @@ class ThreadActor:
         if effects.start_turn is not None:
             self._spawn_turn(effects.start_turn)
         return unit
+
+    async def _decide(self, op: Any) -> dict[str, Any]:
+        """A ``@decides`` op: room in the writer, the core's decision, its commit; the answer
+        is the thread object as it is then."""
+        self.core.check_alive()
+        await self.log.ready()
+        await self.commit(DECISIONS[type(op)](self.core, op)).wait()
+        return self.record.to_object()
 
     async def _decided(self, result: Any, effects: Effects) -> Any:
         """Commit a control decision; answer once committed (or park until the turn's end)."""
@@ -237,6 +254,10 @@ class ThreadActor:
         if state in ("paused", "killed") or reason == "shutdown" or self.core.stopping:
             await self.sessions.close(f"the thread was {state}" if state in ("paused", "killed") else "the daemon is stopping")
 
+    async def _steer(self, thread_id: str, text: str) -> Any:
+        """Steer another thread (a blackboard note to this thread's parent), wherever it runs."""
+        return await self.services.ops.run(Send(thread_id=thread_id, text=text, mode="steer"))
+
     async def _emit(self, event_type: str, data: dict[str, Any]) -> None:
         """An event that changes no state (e.g. ``subagent.spawned``) on this thread's log."""
         await self.log.ready()
@@ -276,121 +297,6 @@ class ThreadActor:
                 self._compaction_scope = None
         await self._start_next()
 
-    # ---- operations (mailbox handlers) -----------------------------------------------
-
-    async def op_send(
-        self,
-        reply: Reply,
-        text: str,
-        mode: str | None = None,
-        client_msg_id: str | None = None,
-        steps: int | None = None,
-        attachments: list[dict[str, Any]] | None = None,
-    ) -> dict[str, Any]:
-        self.core.check_alive()
-        if self.core.config.chain and not self.services.client.endpoint.stores_responses:
-            raise BadRequest(CHAIN_REFUSED)  # set before the daemon moved to such an endpoint
-        if client_msg_id is not None:
-            previous = self.core.previous_ack(client_msg_id, text)
-            if previous is None and await self._load_stored_ack(client_msg_id):
-                previous = self.core.previous_ack(client_msg_id, text)
-            if previous is not None:
-                return previous
-        input_mode = parse_mode(mode)
-        await self.log.ready()
-        ack, effects = self.core.receive_input(text, input_mode, client_msg_id, attachments=attachments or (), steps=steps)
-        unit = self.commit(effects)
-        # Shielded: once the input is in a unit, its ack must reach the client even if the
-        # actor is being torn down meanwhile (e.g. its turn task crashed).
-        with trio.CancelScope(shield=True):
-            await unit.wait()
-        return ack
-
-    async def _load_stored_ack(self, client_msg_id: str) -> bool:
-        """Remember an acknowledgement from an earlier run of the daemon, if there is one."""
-        thread_id = self.thread_id
-        row = await self.services.store.read(lambda conn: queries.find_input(conn, thread_id, client_msg_id))
-        if row is None:
-            return False
-        self.core.remember_ack(client_msg_id, PendingInput.from_row(row).ack(), row.text)
-        return True
-
-    async def op_configure(self, reply: Reply, config: Any) -> dict[str, Any]:
-        self.core.check_alive()
-        await self.log.ready()
-        rules = self.services.config_rules(self.tools.names())
-        await self.commit(self.core.configure(config, rules)).wait()
-        return self.record.to_object()
-
-    async def op_history(self, reply: Reply) -> list[dict[str, Any]]:
-        return list(self.core.history or ())
-
-    async def op_interrupt(self, reply: Reply, clear_queue: bool = False) -> Any:
-        await self.log.ready()
-        return await self._decided(*self.core.interrupt(clear_queue))
-
-    async def op_pause(self, reply: Reply) -> Any:
-        await self.log.ready()
-        return await self._decided(*self.core.pause())
-
-    async def op_resume(self, reply: Reply) -> Any:
-        await self.log.ready()
-        return await self._decided(*self.core.resume())
-
-    async def op_kill(self, reply: Reply, reason: str = "killed") -> Any:
-        await self.log.ready()
-        return await self._decided(*self.core.kill(reason))
-
-    async def op_shutdown(self, reply: Reply) -> Any:
-        await self.log.ready()
-        return await self._decided(*self.core.shutdown())
-
-    async def op_compact(self, reply: Reply) -> object:
-        token, items = self.core.begin_compaction()
-        assert self._nursery is not None
-        self._compaction_scope = scope = trio.CancelScope()
-        self._nursery.start_soon(self._compact, reply, token, items, self.core.config, scope)
-        return LATER
-
-    async def op_register_tools(self, reply: Reply, specs: Any, peer: Peer) -> dict[str, Any]:
-        """Offer a client's tools to this thread's model while the client stays connected."""
-        self.core.check_alive()
-        return self.providers.register(specs, peer)
-
-    async def op_adopt_child(self, reply: Reply, params: Mapping[str, Any]) -> dict[str, Any]:
-        return await self.adopt_child(params)
-
-    async def adopt_child(self, params: Mapping[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Create a child of this thread. From the mailbox (``thread.create {parent}``) or
-        from the turn (``spawn_agent``): either way the check that the thread is not being
-        killed and the registration happen with no checkpoint in between."""
-        tree = self.services.tree
-        self.core.check_accepts_children()
-        config = tree.build_config({key: value for key, value in params.items() if key != "node"})
-        placed = await tree.lease_of(str(params["node"])) if params.get("node") else None
-        await self.log.ready()
-        self.core.check_accepts_children()
-        tree.check_room_for_child(self.thread_id)
-        record, unit = tree.register_thread(config, self.thread_id, extra, placed)
-        self.core.add_child(record.thread_id)
-        await unit.wait()
-        if placed is not None:
-            await tree.hand_over(record)
-        return record.to_object()
-
-    async def op_retire(self, reply: Reply, retired: bool = True) -> dict[str, Any]:
-        """Hold still for ``thread.delete`` (refused while a turn runs)."""
-        self.core.retire(retired)
-        return {"thread_id": self.thread_id}
-
-    async def op_forget_child(self, reply: Reply, child_id: str) -> None:
-        self.core.forget_child(child_id)
-
-    async def op_child_finished(self, reply: Reply, data: dict[str, Any]) -> None:
-        """A sub-agent's turn ended: tell this thread's clients (``subagent.completed``)."""
-        if self.core.alive:
-            await self._emit("subagent.completed", data)
-
 
 class _Plan:
     """``PlanApi`` for ``update_plan``: the plan is thread state, so the core keeps it."""
@@ -401,21 +307,3 @@ class _Plan:
     async def update(self, explanation: str | None, steps: list[dict[str, str]]) -> None:
         await self._actor.log.ready()
         self._actor.commit(self._actor.core.update_plan(explanation, steps))
-
-
-OPS: dict[str, Callable[..., Awaitable[Any]]] = {
-    "send": ThreadActor.op_send,
-    "configure": ThreadActor.op_configure,
-    "history": ThreadActor.op_history,
-    "interrupt": ThreadActor.op_interrupt,
-    "pause": ThreadActor.op_pause,
-    "resume": ThreadActor.op_resume,
-    "kill": ThreadActor.op_kill,
-    "shutdown": ThreadActor.op_shutdown,
-    "compact": ThreadActor.op_compact,
-    "adopt_child": ThreadActor.op_adopt_child,
-    "register_tools": ThreadActor.op_register_tools,
-    "child_finished": ThreadActor.op_child_finished,
-    "retire": ThreadActor.op_retire,
-    "forget_child": ThreadActor.op_forget_child,
-}

@@ -3,10 +3,13 @@
 A child is created through its parent's actor (``adopt``, the tree's one authority), gets
 its config from an agent type, explicit options and the parent (never a looser tool policy
 or more tools than the parent has), and starts on its first message at once. A parent may
-steer, wait for and kill only its own descendants. ``wait`` is woken by the supervisor's
-turn-finished callback the moment a child's turn ends (no polling), honours its timeout
-exactly, and is cancelled with the parent's turn; while it waits, a sub-agent parent lends
-its running slot back (``slots.py``), so waiting parents cannot hold every slot.
+steer, wait for and kill only its own descendants. Children may run on other nodes: what
+reaches a child (a send, a kill, a look at how it stands) is an op run by the router,
+wherever the child runs. ``wait`` is woken by the supervisor's turn-finished callback the
+moment a child's turn ends, here or (through ``thread.child_finished``) on another node (no
+polling), honours its timeout exactly, and is cancelled with the parent's turn; while it
+waits, a sub-agent parent lends its running slot back (``slots.py``), so waiting parents
+cannot hold every slot.
 """
 
 from __future__ import annotations
@@ -17,16 +20,20 @@ import trio
 
 from echsd.agent_types import SUBAGENT_INSTRUCTIONS, AgentType
 from echsd.errors import BadRequest, EchsError
+from echsd.ops.internal import AgentView
+from echsd.ops.threads import Kill, Send
 from echsd.threads.config import APPROVALS, WRITES, EffortCatalog, ThreadConfig
 from echsd.threads.effects import TurnEnd
 from echsd.threads.slots import SubagentSlots
 from echsd.tools.base import ToolError
 
 if TYPE_CHECKING:
-    from echsd.threads.services import ThreadTree
+    from echsd.threads.core import ThreadCore
+    from echsd.threads.services import OpRunner, ThreadTree
 
 Adopt = Callable[[Mapping[str, Any], dict[str, Any]], Awaitable[dict[str, Any]]]  # (params, extra) -> thread object
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+MAX_CLIMB = 128  # parents walked up to find a thread's ancestor (the depth limit is at most 100)
 
 
 def stricter(first: str, second: str, order: Sequence[str]) -> str:
@@ -47,15 +54,20 @@ def tree_root(tree: ThreadTree, thread_id: str) -> str:
         root = parent
 
 
-def agent_view(tree: ThreadTree, agent_id: str) -> dict[str, Any]:
-    core = tree.record(agent_id).core
+def agent_view(core: ThreadCore) -> dict[str, Any]:
+    """How a sub-agent stands, as its parent's tools see it (``thread.agent_view``)."""
     return {
-        "agent_id": agent_id,
+        "agent_id": core.thread_id,
         "agent_type": core.extra.get("agent_type"),
         "state": core.state.value,
         "status": core.work_status,
         "final_message": core.final_text,
+        "parent": core.parent,
     }
+
+
+def _shown(view: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in view.items() if key != "parent"}
 
 
 class ThreadAgents:
@@ -64,17 +76,21 @@ class ThreadAgents:
         thread_id: str,
         tree: ThreadTree,
         parent_config: Callable[[], ThreadConfig],
+        children: Callable[[], Sequence[str]],
         agent_types: Mapping[str, AgentType],
         adopt: Adopt,
         emit: Emit,
         catalog: EffortCatalog,
         slots: SubagentSlots,
+        ops: OpRunner,
     ) -> None:
         self.thread_id = thread_id
         self._slots = slots
+        self._ops = ops
         self._catalog = catalog
         self._tree = tree
         self._config = parent_config
+        self._children = children
         self._types = agent_types
         self._adopt = adopt
         self._emit = emit
@@ -92,13 +108,13 @@ class ThreadAgents:
             raise ToolError(f"cannot spawn an agent: {exc.message}") from None
         agent_id = str(child["thread_id"])
         await self._emit("subagent.spawned", {"agent_id": agent_id, "agent_type": agent_type, "config": child["config"]})
-        await self._tree.call(agent_id, "send", text=message, mode="send", client_msg_id=None)
+        await self._ops.run(Send(thread_id=agent_id, text=message, mode="send"))
         return agent_id
 
     async def send(self, agent_id: str, message: str, mode: str) -> dict[str, Any]:
-        self._check_own(agent_id)
+        await self._check_own(agent_id)
         try:
-            ack: dict[str, Any] = await self._tree.call(agent_id, "send", text=message, mode=mode, client_msg_id=None)
+            ack: dict[str, Any] = await self._ops.run(Send(thread_id=agent_id, text=message, mode=mode))
         except EchsError as exc:
             raise ToolError(f"cannot send to {agent_id}: {exc.message}") from None
         return ack
@@ -106,7 +122,7 @@ class ThreadAgents:
     async def wait(self, agent_ids: Sequence[str], timeout_s: float | None, mode: str) -> dict[str, Any]:
         wanted = list(dict.fromkeys(agent_ids))
         for agent_id in wanted:
-            self._check_own(agent_id)
+            await self._check_own(agent_id)
         changed = trio.Event()
 
         def on_change(thread_id: str, _end: TurnEnd | None) -> None:
@@ -117,32 +133,53 @@ class ThreadAgents:
         try:
             async with self._slots.lent(self.thread_id):  # a waiting parent runs nothing: its children may
                 with trio.move_on_after(timeout_s if timeout_s is not None else float("inf")) as timer:
-                    while not self._settled(wanted, mode):
+                    while True:
+                        views = [await self._view(agent_id) for agent_id in wanted]
+                        done = [view for view in views if view["status"] != "running"]
+                        if done and (mode == "any" or len(done) == len(views)):
+                            break
                         await changed.wait()
                         changed = trio.Event()
         finally:
             remove()
-        return {"agents": [agent_view(self._tree, agent_id) for agent_id in wanted], "timed_out": timer.cancelled_caught}
+        if timer.cancelled_caught:
+            views = [await self._view(agent_id) for agent_id in wanted]
+        return {"agents": [_shown(view) for view in views], "timed_out": timer.cancelled_caught}
 
     async def kill(self, agent_id: str) -> dict[str, Any]:
-        self._check_own(agent_id)
+        await self._check_own(agent_id)
         try:
-            return await self._tree.kill(agent_id)
+            result: dict[str, Any] = await self._ops.run(Kill(thread_id=agent_id))
         except EchsError as exc:
             raise ToolError(f"cannot kill {agent_id}: {exc.message}") from None
+        return result
 
-    def list(self) -> list[dict[str, Any]]:
-        return [agent_view(self._tree, child) for child in self._tree.record(self.thread_id).core.children]
+    async def list(self) -> list[dict[str, Any]]:
+        return [_shown(await self._view(child)) for child in self._children()]
 
     # ---- helpers --------------------------------------------------------------------------
 
-    def _settled(self, agent_ids: Sequence[str], mode: str) -> bool:
-        done = [agent_id for agent_id in agent_ids if self._tree.record(agent_id).core.work_status != "running"]
-        return bool(done) if mode == "any" else len(done) == len(agent_ids)
+    async def _view(self, agent_id: str) -> dict[str, Any]:
+        try:
+            view: dict[str, Any] = await self._ops.run(AgentView(thread_id=agent_id))
+        except EchsError as exc:
+            raise ToolError(f"cannot reach {agent_id}: {exc.message}") from None
+        return view
 
-    def _check_own(self, agent_id: str) -> None:
-        if agent_id not in self._tree.descendants(self.thread_id):
-            raise ToolError(f"{agent_id!r} is not one of your agents (only your own sub-agents and theirs)")
+    async def _check_own(self, agent_id: str) -> None:
+        """Walk up from ``agent_id``: one of ours if this thread is an ancestor."""
+        current: str | None = agent_id
+        for _ in range(MAX_CLIMB):
+            if current is None or current == self.thread_id:
+                break
+            try:
+                view = await self._ops.run(AgentView(thread_id=current))
+            except EchsError:
+                break
+            current = view["parent"]
+            if current == self.thread_id:
+                return
+        raise ToolError(f"{agent_id!r} is not one of your agents (only your own sub-agents and theirs)")
 
     def _child_params(self, agent_type: AgentType, options: Mapping[str, Any]) -> dict[str, Any]:
         """The child's config: explicit options, else the agent type, else the parent; its

@@ -32,6 +32,7 @@ class ControlDecisions:
         state: ThreadState
         turn: TurnState | None
         stopping: bool
+        children: list[str]
         conversation: Conversation
         inputs: InputQueue
         _kill_reason: str
@@ -79,17 +80,19 @@ class ControlDecisions:
         return {"thread_id": self.thread_id, "resumed": resumed, "state": self.state.value}, fx
 
     def kill(self, reason: str = "killed") -> tuple[dict[str, Any] | Park, Effects]:
-        """Stop the thread for good; from now on it takes no input and no new children."""
+        """Stop the thread for good; from now on it takes no input and no new children, so
+        the answer's ``children`` are final (a tree kill goes on with them)."""
         self.check_alive()
         fx = Effects()
         self._kill_reason = reason
+        children = list(self.children)
         if self.turn is not None:
             self._end_turn("kill", fx)
-            return Park(self.turn.turn_id, "kill"), fx
+            return Park(self.turn.turn_id, "kill", {"children": children}), fx
         cancelled = self._cancel_compaction(fx)
         self._become_killed(fx, Trigger.KILL)
         fx.statements.append(ops.upsert_thread(self.to_row()))
-        return {"thread_id": self.thread_id, "interrupted": cancelled, "killed": True, "state": self.state.value}, fx
+        return {"thread_id": self.thread_id, "interrupted": cancelled, "killed": True, "state": self.state.value, "children": children}, fx
 
     def shutdown(self) -> tuple[dict[str, Any] | Park, Effects]:
         """The daemon stops: end the running turn (reason ``shutdown``), start nothing new."""

@@ -39,3 +39,10 @@ def stored_objects(conn: Conn, skip: set[str], only: str | None = None) -> list[
         data["node"] = owners.get(row.thread_id) or ""
         objects.append(data)
     return objects
+
+
+def stored_core(conn: Conn, thread_id: str) -> ThreadCore | None:
+    """A core rebuilt from the thread's stored row (read only: how it stands, for a node that
+    does not run it), or None when there is no such thread."""
+    row = queries.get_thread(conn, thread_id)
+    return None if row is None else ThreadCore.from_row(row)

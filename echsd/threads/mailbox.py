@@ -13,8 +13,9 @@ from typing import Any
 import trio
 
 from echsd.errors import EchsError, Internal, Timeout
+from echsd.ops.base import Op
 
-DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_TIMEOUT_S = 30.0  # as ``echsd.ops.base``
 
 
 class Reply:
@@ -49,8 +50,7 @@ class Reply:
 
 @dataclass
 class Request:
-    op: str
-    params: dict[str, Any]
+    op: Op  # the actor answers it by its class (``echsd.threads.handlers``)
     reply: Reply = field(default_factory=Reply)
 
 

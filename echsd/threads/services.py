@@ -1,7 +1,9 @@
 """What every thread actor gets from the daemon, typed: no ``Any`` seams, no patching later.
 
 The supervisor builds ``ActorServices`` with itself as the ``ThreadTree`` (the one authority
-over which threads exist and who their parents are) and its turn-finished callback.
+over which threads exist here and who their parents are), its turn-finished callback, and
+the router (``ops``): what an actor asks of other threads (a sub-agent's send, a kill, a
+note to a parent) is an op, run wherever that thread runs.
 """
 
 from __future__ import annotations
@@ -18,11 +20,18 @@ from echsd.threads.account import AccountLimits
 from echsd.threads.approvals import ApprovalBook
 from echsd.threads.config import ConfigRules, ThreadConfig
 from echsd.threads.effects import TurnEnd
+from echsd.ops.base import Op
 from echsd.threads.record import ThreadRecord
 from echsd.threads.slots import SubagentSlots
 from echsd.tools.base import Tool
 from echsd.tools.registry import McpToolSource
 from echsd.tools.remote import RemoteCalls
+
+
+class OpRunner(Protocol):
+    """The router: runs an op wherever it belongs (``echsd.router.ThreadRouter``)."""
+
+    async def run(self, op: Op) -> Any: ...
 
 
 class ThreadTree(Protocol):
@@ -39,21 +48,10 @@ class ThreadTree(Protocol):
     ) -> tuple[ThreadRecord, Unit]:
         """Create and register a thread now (sync; the writer has room): its record and the
         unit announcing it (``thread.created``); ``placed``: (node, its lease epoch) to run
-        it on another node (``hand_over`` after the unit committed)."""
+        it on another node (handed over once the unit committed, by the router)."""
 
-    async def lease_of(self, node: str) -> tuple[str, int] | None:
-        """(node, its lease epoch) to place a thread there; None for this node."""
-
-    async def hand_over(self, record: ThreadRecord) -> None:
-        """The placed thread's node runs it from now on."""
-
-    def record(self, thread_id: Any) -> ThreadRecord: ...
-
-    def descendants(self, thread_id: str) -> list[str]: ...
-
-    async def call(self, thread_id: str, op: str, timeout_s: float = ..., **params: Any) -> Any: ...
-
-    async def kill(self, thread_id: str) -> dict[str, Any]: ...
+    def record(self, thread_id: Any) -> ThreadRecord:
+        """This node's record of a thread (``NotFound`` for one run elsewhere)."""
 
     def on_turn_finished(self, listener: Callable[[str, TurnEnd | None], None]) -> Callable[[], None]:
         """``listener(thread_id, end)`` after each turn's end (``end`` None: killed while idle)."""
@@ -66,7 +64,9 @@ class ActorServices:
     builtins: Mapping[str, Tool]
     tuning: Tuning
     tree: ThreadTree
-    turn_finished: Callable[[str, TurnEnd], None]
+    ops: OpRunner
+    turn_finished: Callable[[str, TurnEnd | None], None]
+    wake_waiters: Callable[[str], None]  # a thread's turn ended elsewhere: wake who waits on it here
     approvals: ApprovalBook
     catalog: ModelCatalog
     limits: AccountLimits

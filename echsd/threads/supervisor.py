@@ -8,33 +8,32 @@ for ``restart_cooldown_s`` (requests answer ``unavailable``; ``kill`` still work
 ``given_up``), then restarted by the next request. Neither reaches the daemon or other threads.
 
 The thread tree has one authority. A child is created through its parent's actor (the
-mailbox orders it against the parent's kill, and a parent being killed refuses children),
-and a kill walks the tree top down: each thread is killed before its children are listed,
-so no child can appear under a killed ancestor. Finished turns are reported to listeners
-(``on_turn_finished``), the hook a parent waiting on its sub-agents is woken by.
+mailbox orders it against the parent's kill, and a parent being killed refuses children).
+Finished turns are reported to listeners (``on_turn_finished``), the hook a parent waiting
+on its sub-agents is woken by, and to the thread's parent (``thread.child_finished``).
+
+Which node or actor answers an op is the router's decision (``echsd.router``); the
+supervisor only runs what the router hands it: ``call`` puts an op in a local actor's
+mailbox, ``kill_offline`` kills a given-up thread without its worker.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping
 
 import trio
 
 from echsd.agent_types import SHIPPED, AgentType
 from echsd.blackboard.board import Blackboard
 from echsd.codex import ResponsesClient
-from echsd.errors import (
-    EchsError,
-    InvalidState,
-    NotFound,
-    Timeout,
-    Unavailable,
-)
+from echsd.errors import EchsError, InvalidState, NotFound, Timeout, Unavailable
 from echsd.events import Event
 from echsd.ids import is_thread_id, new_thread_id
 from echsd.logs import get_logger
+from echsd.ops.base import Op
+from echsd.ops.internal import ChildFinished, Shutdown
 from echsd.settings import Tuning
 from echsd.store import Store, Unit, ops
 from echsd.threads.actor import ThreadActor
@@ -46,9 +45,9 @@ from echsd.threads.effects import TurnEnd
 from echsd.threads.eventlog import ThreadLog
 from echsd.threads.given_up import kill_offline
 from echsd.threads.loading import read_threads
-from echsd.threads.mailbox import DEFAULT_TIMEOUT_S, Request, error_reply, first_leaf
+from echsd.threads.mailbox import Request, error_reply, first_leaf
 from echsd.threads.record import GivenUp, ThreadRecord
-from echsd.threads.services import ActorServices
+from echsd.threads.services import ActorServices, OpRunner
 from echsd.threads.slots import SubagentSlots
 from echsd.threads.state import ThreadState
 from echsd.tools.base import Tool
@@ -58,18 +57,6 @@ from echsd.tools.remote import RemoteCalls
 log = get_logger(__name__)
 
 TurnListener = Callable[[str, TurnEnd | None], None]
-
-
-class RemoteThreads(Protocol):
-    """Threads run by other nodes sharing the database (``echsd.cluster``)."""
-
-    async def forward(self, thread_id: str | None, op: str, params: dict[str, Any], timeout_s: float, node: str | None = None) -> Any:
-        """Run ``op`` where ``thread_id`` runs (or on ``node``); NotFound if nowhere."""
-        ...
-
-    async def epoch_of(self, node: str) -> int:
-        """The lease epoch of a live node (NotFound, or Unavailable if its lease expired)."""
-        ...
 
 
 class Supervisor:
@@ -82,6 +69,7 @@ class Supervisor:
         *,
         default_model: str,
         blackboard: Blackboard,
+        ops: OpRunner,
         agent_types: Mapping[str, AgentType] | None = None,
         mcp: McpToolSource | None = None,
     ) -> None:
@@ -98,7 +86,9 @@ class Supervisor:
             builtins=builtins,
             tuning=tuning,
             tree=self,
+            ops=ops,
             turn_finished=self._turn_finished,
+            wake_waiters=self._wake_waiters,
             approvals=self.approvals,
             catalog=client.catalog,
             limits=self.limits,
@@ -111,7 +101,7 @@ class Supervisor:
         self._turn_listeners: list[TurnListener] = []
         self.node_id = store.node_id
         self.lease_epoch: int | None = None  # this node's lease (None: the only node, SQLite)
-        self.remote: RemoteThreads | None = None  # set when several nodes share the store
+        self.ops = ops
         self._nursery: trio.Nursery | None = None
         self._eager: list[ThreadRecord] = []
         self._closing = False
@@ -225,19 +215,25 @@ class Supervisor:
             async for request in record.mailbox_receive:
                 error_reply(request.reply, given_up.refusal(record.thread_id))
 
-    async def call(self, thread_id: str, op: str, timeout_s: float = DEFAULT_TIMEOUT_S, **params: Any) -> Any:
-        """Send ``op`` to the thread's actor and wait for its answer (wherever it runs)."""
-        if self.remote is not None and thread_id not in self.records and is_thread_id(thread_id):
-            return await self.remote.forward(thread_id, op, params, timeout_s)
-        record = self.record(thread_id)
-        if op == "kill" and record.failed is not None:
-            return await kill_offline(record, self.store, params.get("reason", "killed"))
+    async def call(self, record: ThreadRecord, op: Op) -> Any:
+        """Put ``op`` in the thread's mailbox and wait for the answer (``op.timeout_s``)."""
         self.ensure_actor(record)
-        request = Request(op, params)
+        request = Request(op)
+        timeout_s = op.timeout_s
         with trio.move_on_after(timeout_s):
             await record.mailbox_send.send(request)
             return await request.reply.wait(timeout_s)
-        raise Timeout(f"thread {thread_id} is busy: its mailbox stayed full for {timeout_s:g} s")
+        raise Timeout(f"thread {record.thread_id} is busy: its mailbox stayed full for {timeout_s:g} s")
+
+    async def kill_offline(self, record: ThreadRecord, reason: str) -> dict[str, Any]:
+        """Kill a given-up thread without its worker (``given_up``)."""
+        answer = await kill_offline(record, self.store, reason)
+        self._turn_finished(record.thread_id, None)
+        return answer
+
+    def local(self, thread_id: str) -> ThreadRecord | None:
+        """The thread's record if this node runs it (the router's question, no one else's)."""
+        return self.records.get(thread_id)
 
     def record(self, thread_id: Any) -> ThreadRecord:
         if not is_thread_id(thread_id):
@@ -268,55 +264,40 @@ class Supervisor:
                 self._turn_listeners.remove(listener)
         self._tell_parent(thread_id, end)
 
+    def _wake_waiters(self, thread_id: str) -> None:
+        """A turn of ``thread_id`` ended on another node: listeners here re-check it."""
+        for listener in list(self._turn_listeners):
+            try:
+                listener(thread_id, None)
+            except Exception:
+                log.exception("turn listener failed; removing it", thread_id=thread_id)
+                self._turn_listeners.remove(listener)
+
     def _tell_parent(self, thread_id: str, end: TurnEnd | None) -> None:
         """A sub-agent's turn ended: its parent gets ``subagent.completed`` (through its
-        actor, which logs it), whether or not anyone waits."""
+        actor, which logs it, wherever it runs), whether or not anyone waits."""
         record = self.records.get(thread_id)
-        if record is None or record.core.parent is None or self._closing:
+        if record is None or record.core.parent is None or self._closing or self._nursery is None:
             return
-        parent = self.records.get(record.core.parent)
         data = {
             "agent_id": thread_id,
             "turn_id": end.turn_id if end is not None else None,
             "status": end.status if end is not None else "killed",
             "final_message": end.final_text if end is not None else "",
         }
-        if parent is None and self.remote is not None and self._nursery is not None:  # run by another node
-            self._nursery.start_soon(self._tell_remote_parent, record.core.parent, data)
-            return
-        if parent is None or not parent.core.alive or parent.failed is not None:
-            return
-        request = Request("child_finished", {"data": data})
-        try:
-            self.ensure_actor(parent)
-            parent.mailbox_send.send_nowait(request)
-        except trio.WouldBlock:
-            assert self._nursery is not None
-            self._nursery.start_soon(parent.mailbox_send.send, request)
-        except Unavailable:
-            pass
+        self._nursery.start_soon(self._tell, ChildFinished(thread_id=record.core.parent, data=data))
 
-    async def _tell_remote_parent(self, parent_id: str, data: dict[str, Any]) -> None:
+    async def _tell(self, op: ChildFinished) -> None:
         try:
-            await self.call(parent_id, "child_finished", data=data)
-        except EchsError as exc:
-            log.warning("cannot tell a parent on another node", parent=parent_id, child=data["agent_id"], error=exc.message)
+            await self.ops.run(op)
+        except EchsError as exc:  # a parent killed, deleted or given up meanwhile
+            log.info("cannot tell a parent", parent=op.thread_id, child=op.data["agent_id"], error=exc.message)
 
     # ---- the thread tree (ThreadTree, for the actors) --------------------------------
 
     def build_config(self, params: Mapping[str, Any]) -> ThreadConfig:
         rules = self.services.config_rules(list(self.services.builtins))
         return new_config(params, default_model=self.default_model, default_tools=default_tool_names(self.services.builtins), rules=rules)
-
-    def descendants(self, thread_id: str) -> list[str]:
-        found: list[str] = []
-        frontier = list(self.records[thread_id].core.children)
-        while frontier:
-            child = frontier.pop()
-            found.append(child)
-            if child in self.records:  # a child run by another node is that node's to walk
-                frontier.extend(self.records[child].core.children)
-        return found
 
     def depth(self, thread_id: str) -> int:
         depth, core = 0, self.records[thread_id].core
@@ -347,121 +328,28 @@ class Supervisor:
         )
         return record, unit
 
-    async def lease_of(self, node: str) -> tuple[str, int] | None:
-        if node == self.node_id:
-            return None
-        if self.remote is None:
-            raise NotFound(f"no node {node!r}: this daemon ({self.node_id}) runs alone")
-        return node, await self.remote.epoch_of(node)
-
-    async def hand_over(self, record: ThreadRecord) -> None:
-        """A thread created here for another node (``placed``): that node runs it now."""
-        self.records.pop(record.thread_id, None)
-        assert self.remote is not None
-        await self.remote.forward(None, "take", {"thread_ids": [record.thread_id]}, DEFAULT_TIMEOUT_S, node=record.node)
-
-    async def create_thread(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """``thread.create``: a child through its parent's actor, a root directly."""
-        node = params.get("node")
-        parent = params.get("parent")
-        if parent is not None:  # placed on ``node`` by the parent's actor, if given
-            result: dict[str, Any] = await self.call(parent, "adopt_child", params=params)
-            return result
-        if node is not None and node != self.node_id:
-            if self.remote is None:
-                raise NotFound(f"no node {node!r}: this daemon ({self.node_id}) runs alone")
-            placed: dict[str, Any] = await self.remote.forward(None, "create", dict(params), DEFAULT_TIMEOUT_S, node=node)
-            return placed
-        config = self.build_config({key: value for key, value in params.items() if key != "node"})
+    async def create_root(self, config: ThreadConfig) -> dict[str, Any]:
+        """A thread with no parent, run here."""
         await self.store.writer.wait_room()
         record, unit = self.register_thread(config, None)
         await unit.wait()
         return record.to_object()
 
-    async def kill(self, thread_id: str) -> dict[str, Any]:
-        """Kill a thread and every descendant; returns the ids killed now."""
-        if self.remote is not None and thread_id not in self.records and is_thread_id(thread_id):
-            killed_there: dict[str, Any] = await self.remote.forward(thread_id, "kill_tree", {}, DEFAULT_TIMEOUT_S)
-            return killed_there
-        record = self.record(thread_id)
-        if not record.core.alive:
-            raise InvalidState(f"thread {thread_id} is killed")
-        killed: list[str] = []
-        await self._kill_tree(thread_id, "killed", killed, thread_id)
-        return {"thread_id": thread_id, "killed": killed, "state": record.core.state.value}
+    def release(self, thread_id: str) -> None:
+        """A thread created here for another node (``placed``): that node runs it now."""
+        self.records.pop(thread_id, None)
 
-    async def kill_subtree(self, thread_id: str, reason: str, killed: list[str]) -> None:
-        """Kill a subtree whose ancestor (run by another node) was killed."""
-        await self._kill_tree(thread_id, reason, killed, thread_id)
-
-    async def _kill_tree(self, thread_id: str, reason: str, killed: list[str], root: str) -> None:
-        """Kill ``thread_id``; once it is killed it takes no new children, so its list of
-        children is final and each subtree is killed the same way, in parallel."""
-        record = self.records.get(thread_id)
-        if record is None:  # run by another node: it kills that subtree
-            if self.remote is not None:
-                try:
-                    answer = await self.remote.forward(thread_id, "kill_tree", {"reason": reason}, DEFAULT_TIMEOUT_S)
-                    killed.extend(answer.get("killed", []))
-                except EchsError as exc:
-                    log.error("cannot kill thread on another node", thread_id=thread_id, error=exc.message)
-            return
-        if record.core.alive:
-            try:
-                answer = await self.call(thread_id, "kill", reason=reason)
-                killed.append(thread_id)
-                if not answer.get("turn_id"):  # killed while idle: no turn end reports it
-                    self._turn_finished(thread_id, None)
-            except InvalidState:
-                pass  # killed meanwhile
-            except EchsError as exc:
-                if thread_id == root:
-                    raise  # the caller asked for this one: say why it could not be killed
-                log.error("cannot kill thread", thread_id=thread_id, error=exc.message)
-        children = list(record.core.children)
-        if children:
-            async with trio.open_nursery() as nursery:
-                for child in children:
-                    nursery.start_soon(self._kill_tree, child, f"ancestor {root} was killed", killed, root)
-
-    async def delete(self, thread_id: str) -> dict[str, Any]:
-        """Delete a thread and its descendants, history and events: refused while any of
-        them runs. Each is retired (its actor stops, taking nothing more) before a single
-        unit removes them all, so nothing can start on a thread being deleted."""
-        record = self.record(thread_id)
-        doomed = [thread_id, *self.descendants(thread_id)]
-        retired: list[str] = []
-        try:
-            for target in doomed:  # parents first: a retired thread takes no new children
-                await self.call(target, "retire")
-                retired.append(target)
-        except BaseException:
-            with trio.CancelScope(shield=True):
-                for target in retired:
-                    await self.call(target, "retire", retired=False)
-            raise
-        await self.store.writer.wait_room()
-        unit = self.store.writer.put_nowait(Unit(statements=[ops.delete_threads(doomed)], notices=self._deleted_notices(doomed, thread_id)))
-        await unit.wait()
-        for target in doomed:
-            gone = self.records.pop(target, None)
-            if gone is not None and gone.actor_started:
-                gone.mailbox_send.send_nowait(Request("shutdown", {}))  # its actor ends; nothing refers to it
-        parent = record.core.parent
-        if parent is not None and parent in self.records:
-            await self.call(parent, "forget_child", child_id=thread_id)
-        return {"deleted": doomed}
-
-    def _deleted_notices(self, doomed: list[str], root: str) -> list[Event]:
-        """``thread.deleted`` for each doomed thread, numbered after its last event: it
-        ends their subscribers' streams, and is never stored (their logs go with them)."""
+    async def dispose(self, thread_ids: list[str], root: str) -> None:
+        """Deleted threads (their rows are gone) leave: their subscribers get ``thread.deleted``
+        (never stored: their logs went with them), their workers end."""
         now = time.time()
-        notices = []
-        for target in doomed:
-            record = self.records.get(target)
-            if record is not None:
-                notices.append(Event(target, record.log.last_seq + 1, "thread.deleted", now, {"root": root}))
-        return notices
+        gone = [record for record in (self.records.pop(tid, None) for tid in thread_ids) if record is not None]
+        notices = [Event(r.thread_id, r.log.last_seq + 1, "thread.deleted", now, {"root": root}) for r in gone]
+        if notices:
+            await self.store.writer.commit(Unit(notices=notices))
+        for record in gone:
+            if record.actor_started:
+                record.mailbox_send.send_nowait(Request(Shutdown(thread_id=record.thread_id)))  # its actor ends
 
     # ---- shutdown --------------------------------------------------------------------
 
@@ -477,7 +365,7 @@ class Supervisor:
             self._nursery.cancel_scope.cancel()
 
     async def _stop_one(self, record: ThreadRecord, timeout_s: float) -> None:
-        request = Request("shutdown", {})
+        request = Request(Shutdown(thread_id=record.thread_id))
         try:
             with trio.fail_after(timeout_s):
                 await record.mailbox_send.send(request)

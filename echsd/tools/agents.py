@@ -115,7 +115,7 @@ class WaitAgents:
         agents = _agents(ctx)
         agent_ids = args.get("agent_ids")
         if agent_ids is None:
-            agent_ids = [agent["agent_id"] for agent in agents.list()]
+            agent_ids = [agent["agent_id"] for agent in await agents.list()]
             if not agent_ids:
                 raise ToolError("you have no sub-agents to wait for")
         if not agent_ids or not all(isinstance(a, str) for a in agent_ids):
@@ -150,7 +150,7 @@ class ListAgents:
     )
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        return _answer({"agents": _agents(ctx).list()})
+        return _answer({"agents": await _agents(ctx).list()})
 
 
 def agent_tools(agent_types: Mapping[str, AgentType]) -> tuple[Tool, ...]:

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from echsd.events import EVENT_TYPES
+from echsd.ops.base import Where
 from echsd.wire.schema import ERROR_CODES, OPS, OpSpec
 
 INTRO = """\
@@ -154,6 +155,8 @@ def _op_section(spec: OpSpec) -> list[str]:
     else:
         lines += ["No params.", ""]
     lines += [f"Result: {spec.result}.", ""]
+    if spec.where is not Where.CONNECTION:
+        lines += [f"Runs on: {spec.where.value}.", ""]
     if spec.method is not None:
         lines += [f"Client library: `{_signature(spec)}`.", ""]
     if spec.notes:

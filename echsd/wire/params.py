@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from echsd.blackboard.entries import MAX_KEY_BYTES, key_problem
+from echsd.errors import BadRequest
 
 
-class ParamsError(Exception):
-    """Params do not match the op's schema; the message names the field."""
+class ParamsError(BadRequest):
+    """Params do not match the op's schema; the message names the field (a ``bad_request``
+    at every door: the wire, the app-server, a tool)."""
 
 
 # Limits of what a request may carry (each named in the error that enforces it). A

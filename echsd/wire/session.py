@@ -18,7 +18,6 @@ becomes an error response (``internal`` for bugs, logged with the traceback).
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -33,8 +32,10 @@ from echsd.errors import BadRequest, EchsError, Unauthorized, UnknownOp
 from echsd.logs import get_logger, register_secret
 from echsd.settings import Settings
 from echsd.store import Store
+from echsd.ops.base import Op, Where
+from echsd.ops.daemon import Hello, Subscribe, Unsubscribe, subscription_of
+from echsd.router import ThreadRouter
 from echsd.threads.hub import EventHub
-from echsd.threads.service import ThreadService
 from echsd.wire import codec
 from echsd.wire.board_subscriptions import BoardSubscriptions
 from echsd.wire.codec import FrameError, RequestError
@@ -62,7 +63,7 @@ _ids = itertools.count(1)
 class WireContext:
     """What a connection needs from the daemon."""
 
-    service: ThreadService
+    router: ThreadRouter
     hub: EventHub
     store: Store
     settings: Settings
@@ -81,7 +82,7 @@ class Session:
     ) -> None:
         self.id = next(_ids)
         self.context = context
-        self.service = context.service
+        self.router = context.router
         self.ws = ws
         self.transport = transport
         self.authenticated = False
@@ -99,7 +100,7 @@ class Session:
         self._progress = trio.Event()  # set (and replaced) each time the writer moves on
         self._sending = False
         self.subscriptions = Subscriptions(
-            context.service, context.hub, context.store, self.outbox, self._wake_writer, self._wait_event_room
+            context.router, context.hub, context.store, self.outbox, self._wake_writer, self._wait_event_room
         )
         self.blackboard = context.blackboard
         self.board_subscriptions = BoardSubscriptions(context.blackboard.board, self.outbox, self._wake_writer, self._wait_event_room)
@@ -306,27 +307,47 @@ class Session:
             self._error(request.id, unknown.code, unknown.message)
             return True
         try:
-            params = spec.validate(request.params)
+            bound = {"peer": self} if "peer" in spec.__dataclass_fields__ else {}  # type: ignore[attr-defined]
+            op = spec.from_wire(request.params, **bound)
         except ParamsError as exc:
             return self._refuse_or_error(request.id, "bad_request", str(exc))
+        except EchsError as exc:
+            return self._refuse_or_error(request.id, exc.code, exc.message)
         if spec.background:
             await background.acquire()
-            nursery.start_soon(self._call_in_background, request.id, spec, params, background)
+            nursery.start_soon(self._call_in_background, request.id, op, background)
             return True
-        await self._call(request.id, spec, params)
+        await self._call(request.id, op)
         return self.authenticated
 
-    async def _call_in_background(self, request_id: int, spec: OpSpec, params: dict[str, Any], slots: trio.Semaphore) -> None:
+    async def _call_in_background(self, request_id: int, op: Op, slots: trio.Semaphore) -> None:
         try:
-            await self._call(request_id, spec, params)
+            await self._call(request_id, op)
         finally:
             slots.release()
 
-    async def _call(self, request_id: int, spec: OpSpec, params: dict[str, Any]) -> None:
+    async def _run(self, op: Op) -> Any:
+        """The connection's own ops here; every other one through the router."""
+        if op.where is not Where.CONNECTION:
+            return await self.router.run(op)
+        if isinstance(op, Hello):
+            return await self.authenticate(op.token)
+        if isinstance(op, Subscribe):
+            thread_id, prefix = subscription_of(op.thread_id, op.blackboard)
+            if prefix is not None:
+                return await self.board_subscriptions.subscribe(prefix, op.since)
+            return await self.subscriptions.subscribe(thread_id, op.since)  # type: ignore[arg-type]
+        if isinstance(op, Unsubscribe):
+            thread_id, prefix = subscription_of(op.thread_id, op.blackboard)
+            if prefix is not None:
+                return self.board_subscriptions.unsubscribe(prefix)
+            return self.subscriptions.unsubscribe(thread_id)  # type: ignore[arg-type]
+        raise UnknownOp(f"op {op.name!r} is not served on this connection")
+
+    async def _call(self, request_id: int, op: Op) -> None:
+        spec = type(op)
         try:
-            result = spec.handler(self, params)
-            if inspect.isawaitable(result):
-                result = await result
+            result = await self._run(op)
         except EchsError as exc:
             self._error(request_id, exc.code, exc.message)
         except Exception as exc:

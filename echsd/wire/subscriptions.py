@@ -20,8 +20,9 @@ from echsd.events import Event
 from echsd.logs import get_logger
 from echsd.store import Gap, Store, queries
 from echsd.store.queries import EventRow
+from echsd.ops.threads import Get, ListThreads
 from echsd.threads.hub import EventHub, Listening
-from echsd.threads.service import ThreadService
+from echsd.threads.services import OpRunner
 from echsd.wire.codec import packb
 from echsd.wire.follow import ALL, Follow
 from echsd.wire.outbox import Outbox
@@ -47,14 +48,14 @@ def encode_event(event: Event) -> bytes:
 class Subscriptions:
     def __init__(
         self,
-        service: ThreadService,
+        router: OpRunner,
         hub: EventHub,
         store: Store,
         outbox: Outbox,
         wake_writer: Callable[[], None],
         wait_room: Callable[[int, int], Awaitable[None]],
     ) -> None:
-        self.service, self.hub, self.store, self.outbox = service, hub, store, outbox
+        self.router, self.hub, self.store, self.outbox = router, hub, store, outbox
         self._wake_writer = wake_writer
         self._wait_room = wait_room
         self.follow = Follow(max_held=outbox.max_events)
@@ -83,7 +84,7 @@ class Subscriptions:
 
     async def subscribe(self, key: str, since: int | None) -> dict[str, Any]:
         if key != ALL:
-            last = (await self.service.find(key))["last_seq"]  # not_found for an unknown thread
+            last = (await self.router.run(Get(thread_id=key)))["last_seq"]  # not_found for an unknown thread
             if since is not None and since > last:
                 # Its cursor would hide the live events up to ``since`` and claim a last_seq
                 # the thread does not have.
@@ -119,7 +120,7 @@ class Subscriptions:
                 follow.skip_to(key, last)
             threads: set[str] = set()
         elif key == ALL:
-            listed = await self.service.list_all()
+            listed = await self.router.run(ListThreads())
             threads = {thread["thread_id"] for thread in listed}
         else:
             threads = {key}

@@ -80,8 +80,8 @@ async def test_every_watching_client_is_asked_and_told_when_it_is_settled(client
         await other.call("thread/resume", {"threadId": thread})  # attaching mid-approval: asked too
         asked = await other.server_request("item/commandExecution/requestApproval")
         assert asked["params"]["itemId"] == request["params"]["itemId"]
-        pending = appd.service.approvals()
-        appd.service.respond_approval(pending[0]["request_id"], "approve")  # as `echs approve` does
+        pending = await appd.ops.approvals()
+        await appd.ops.respond_approval(pending[0]["request_id"], "approve")  # as `echs approve` does
         for watcher, request_id in ((client, request["id"]), (other, asked["id"])):
             assert (await watcher.notification("serverRequest/resolved"))["requestId"] == request_id
         await other.answer(asked["id"], {"decision": "decline"})  # too late: changes nothing

@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from echsd.ops.threads import Events
+from echsd.router import reads
+from echsd.router.handlers import NODE
 
 from tests.appserver.helpers import AppClient
 from tests.helpers import Watch, mock_directive
@@ -16,7 +19,7 @@ from tests.helpers import Watch, mock_directive
 async def turn(appd: Any, thread_id: str, steps: Any) -> None:
     async with Watch(appd, thread_id) as watch:
         before = watch.last_seq
-        await appd.service.send(thread_id, mock_directive(steps))
+        await appd.ops.send(thread_id, mock_directive(steps))
         await watch.wait_type("turn.completed", after_seq=before)
 
 
@@ -30,12 +33,12 @@ async def eventful(appd: Any, workdir: Path, tmp_path: Path) -> str:
     second turn and ends in the sixth."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    thread_id = str((await appd.service.create(cwd=str(workdir)))["thread_id"])
+    thread_id = str((await appd.ops.create_thread(cwd=str(workdir)))["thread_id"])
     await turn(appd, thread_id, {"text": "first"})
     await turn(appd, thread_id, [{"calls": [call("exec_command", cmd="read x; echo got-$x", tty=True, yield_time_ms=300)]}, {"text": "waiting"}])
-    session = next(e["data"]["session_id"] for e in await appd.service.events(thread_id) if e["data"].get("session_id"))
+    session = next(e["data"]["session_id"] for e in await appd.ops.thread_events(thread_id) if e["data"].get("session_id"))
     await turn(appd, thread_id, [{"calls": [call("exec_command", cmd="pwd")]}, {"text": "here"}])
-    await appd.service.configure(thread_id, {"cwd": str(elsewhere)})  # what `echs config ID cwd=...` does
+    await appd.ops.configure(thread_id, {"cwd": str(elsewhere)})  # what `echs config ID cwd=...` does
     await turn(appd, thread_id, [{"calls": [call("exec_command", cmd="pwd")]}, {"text": "there"}])
     await turn(appd, thread_id, {"text": "nothing to do"})
     await turn(appd, thread_id, [{"calls": [call("write_stdin", session_id=session, chars="hi\n", yield_time_ms=3000)]}, {"text": "it ended"}])
@@ -76,22 +79,22 @@ async def test_pages_say_what_the_whole_log_says(client: AppClient, eventful: st
 
 
 async def test_the_tui_resume_reads_the_newest_part(client: AppClient, appd: Any, workdir: Path, monkeypatch: Any) -> None:
-    thread_id = str((await appd.service.create(cwd=str(workdir)))["thread_id"])
+    thread_id = str((await appd.ops.create_thread(cwd=str(workdir)))["thread_id"])
     async with Watch(appd, thread_id) as watch:
         for number in range(200):  # queued behind each other: one turn each
-            await appd.service.send(thread_id, f"question {number}")
+            await appd.ops.send(thread_id, f"question {number}")
         await watch.wait_count("turn.completed", 200, timeout=60)
-    total = appd.service.get(thread_id)["last_seq"]
+    total = (await appd.ops.get_thread(thread_id))["last_seq"]
     full = (await client.call("thread/read", {"threadId": thread_id, "includeTurns": True}))["thread"]["turns"]
     read: list[int] = []
-    events = appd.service.events
+    read_events = reads.events
 
-    async def counted(*args: Any, **kwargs: Any) -> Any:
-        page = await events(*args, **kwargs)
+    async def counted(node: Any, op: Any) -> Any:
+        page = await read_events(node, op)
         read.append(len(page))
         return page
 
-    monkeypatch.setattr(appd.service, "events", counted)
+    monkeypatch.setitem(NODE, Events, counted)
     resumed = await client.call("thread/resume", {"threadId": thread_id, "excludeTurns": True})
     assert resumed["thread"]["historyMode"] == "paginated" and resumed["thread"]["turns"] == []
     turns = await client.call("thread/turns/list", {"threadId": thread_id, "limit": 5, "sortDirection": "desc", "itemsView": "notLoaded"})
@@ -100,5 +103,5 @@ async def test_the_tui_resume_reads_the_newest_part(client: AppClient, appd: Any
     assert [t["id"] for t in turns["data"]] == [t["id"] for t in full[:-6:-1]] and turns["nextCursor"]
     assert [e["item"] for e in items["data"]] == [item for t in full[-6:] for item in t["items"]][::-1]
     usage = await client.notification("thread/tokenUsage/updated", threadId=resumed["thread"]["id"])
-    assert usage["tokenUsage"]["total"]["inputTokens"] == appd.service.get(thread_id)["usage"]["input_tokens"] > 0
+    assert usage["tokenUsage"]["total"]["inputTokens"] == (await appd.ops.get_thread(thread_id))["usage"]["input_tokens"] > 0
     assert usage["turnId"] == full[-1]["id"] and 0 < usage["tokenUsage"]["last"]["inputTokens"] < usage["tokenUsage"]["total"]["inputTokens"]

@@ -7,7 +7,6 @@ from typing import Any
 
 import trio
 
-from echsd.errors import NotFound
 from tests.appserver.helpers import app_client, eventually, half_open_client, start_daemon
 from tests.helpers import Watch
 
@@ -17,11 +16,7 @@ def presence(appd: Any) -> Any:
 
 
 def exists(appd: Any, thread_id: str) -> bool:
-    try:
-        appd.service.get(thread_id)
-    except NotFound:
-        return False
-    return True
+    return appd.supervisor.local(thread_id) is not None
 
 
 async def test_a_thread_started_and_never_used_goes_when_its_client_leaves(appd: Any) -> None:
@@ -60,7 +55,7 @@ async def test_a_thread_used_through_echs_stays(appd: Any) -> None:
         await client.initialize()
         thread = (await client.start_thread())["thread"]["name"]
         async with Watch(appd, thread) as watch:
-            await appd.service.send(thread, "from echs")
+            await appd.ops.send(thread, "from echs")
             await watch.wait_type("turn.completed")
     await eventually(lambda: not presence(appd).connections)
     assert exists(appd, thread)

@@ -17,9 +17,9 @@ STEPS = [{"text": "Looking.", "calls": [{"name": "exec_command", "arguments": {"
 
 async def _native_thread(appd: Any, workdir: Path) -> str:
     """A thread made and run through the daemon's own service, with one finished turn."""
-    thread_id = (await appd.service.create(cwd=str(workdir)))["thread_id"]
+    thread_id = (await appd.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(appd, thread_id) as watch:
-        await appd.service.send(thread_id, "first question\n" + mock_directive(STEPS))
+        await appd.ops.send(thread_id, "first question\n" + mock_directive(STEPS))
         await watch.wait_type("turn.completed")
     return str(thread_id)
 
@@ -46,7 +46,7 @@ async def test_input_sent_elsewhere_shows_up_live(client: AppClient, appd: Any, 
     thread_id = await _native_thread(appd, workdir)
     await client.call("thread/resume", {"threadId": thread_id})
     at = len(client.messages)
-    await appd.service.send(thread_id, "from echs")  # what `echs send` does
+    await appd.ops.send(thread_id, "from echs")  # what `echs send` does
     started = await client.notification("turn/started", after=at)
     user = await client.wait_for(lambda m: m.get("method") == "item/completed" and m["params"]["item"]["type"] == "userMessage", after=at)
     assert user["params"]["item"]["content"][0]["text"] == "from echs" and user["params"]["item"]["clientId"] is None
@@ -55,9 +55,9 @@ async def test_input_sent_elsewhere_shows_up_live(client: AppClient, appd: Any, 
 
 
 async def test_attach_to_a_running_turn_and_interrupt_it(appd: Any, workdir: Path) -> None:
-    thread_id = (await appd.service.create(cwd=str(workdir)))["thread_id"]
+    thread_id = (await appd.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(appd, thread_id) as watch:
-        await appd.service.send(thread_id, mock_directive({"text": " ".join(["word"] * 200), "delay_ms": 30}))
+        await appd.ops.send(thread_id, mock_directive({"text": " ".join(["word"] * 200), "delay_ms": 30}))
         await watch.wait_type("turn.delta")
         async with app_client(appd) as client:
             await client.initialize()
@@ -125,7 +125,7 @@ async def test_unsubscribe_stops_the_notifications(client: AppClient, appd: Any)
     assert await client.call("thread/unsubscribe", {"threadId": thread["id"]}) == {"status": "notSubscribed"}
     assert (await client.call("thread/loaded/list", {}))["data"] == []
     async with Watch(appd, thread["name"]) as watch:
-        await appd.service.send(thread["name"], "unseen")
+        await appd.ops.send(thread["name"], "unseen")
         await watch.wait_type("turn.completed")
     await client.call("account/read", {})  # a round trip: anything sent before it has arrived
     assert client.of_method("turn/started") == []
@@ -133,11 +133,11 @@ async def test_unsubscribe_stops_the_notifications(client: AppClient, appd: Any)
 
 async def test_delete_removes_a_thread_with_its_children(client: AppClient, appd: Any, workdir: Path) -> None:
     parent = await _native_thread(appd, workdir)
-    child = (await appd.service.create(cwd=str(workdir), parent=parent))["thread_id"]
+    child = (await appd.ops.create_thread(cwd=str(workdir), parent=parent))["thread_id"]
     await client.call("thread/resume", {"threadId": parent, "excludeTurns": True})
     assert await client.call("thread/delete", {"threadId": thread_uuid(parent)}) == {}
     await client.notification("thread/deleted", threadId=thread_uuid(child))
     assert sorted(p["threadId"] for p in client.of_method("thread/deleted")) == sorted([thread_uuid(parent), thread_uuid(child)])
-    assert appd.service.list() == [] and (await client.call("thread/loaded/list", {}))["data"] == []
+    assert await appd.ops.list_threads() == [] and (await client.call("thread/loaded/list", {}))["data"] == []
     with pytest.raises(RpcFailed, match="not_found"):
         await client.call("thread/delete", {"threadId": parent})

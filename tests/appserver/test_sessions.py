@@ -57,6 +57,6 @@ async def test_a_session_dies_with_its_thread_paused(client: AppClient, appd: An
     turn = await client.run_turn(started["id"], mock_directive([{"calls": [call]}, {"text": "left sleeping"}]))
     await turn_done(client, turn)
     assert commands(client, "item/completed") == []
-    await appd.service.pause(started["name"])  # what `echs pause` does
+    await appd.ops.pause(started["name"])  # what `echs pause` does
     ended = await client.wait_for(lambda m: m.get("method") == "item/completed" and m["params"]["item"]["type"] == "commandExecution")
     assert ended["params"]["item"]["status"] == "failed" and ended["params"]["turnId"] == turn

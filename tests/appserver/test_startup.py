@@ -81,4 +81,4 @@ async def test_requests_before_initialize_are_refused(appd: Any) -> None:
 async def test_ephemeral_threads_are_refused(client: AppClient, appd: Any) -> None:
     with pytest.raises(RpcFailed, match="ephemeral"):
         await client.start_thread(ephemeral=True)
-    assert appd.service.list() == []
+    assert await appd.ops.list_threads() == []

@@ -29,9 +29,9 @@ async def test_spawn_wait_and_the_childs_end(client: AppClient, appd: Any, workd
     assert (spawn_started["tool"], spawn_started["status"], spawn_started["prompt"]) == ("spawnAgent", "inProgress", "count the files")
     [child] = spawn["receiverThreadIds"]
     child_id = thread_id_of(child)
-    assert child_id in appd.service.get(started["name"])["children"]
+    assert child_id in (await appd.ops.get_thread(started["name"]))["children"]
     assert spawn["status"] == "completed" and spawn["senderThreadId"] == started["id"]
-    assert spawn["model"] == appd.service.get(child_id)["config"]["model"]
+    assert spawn["model"] == (await appd.ops.get_thread(child_id))["config"]["model"]
     assert (wait_started["tool"], wait["tool"], wait["status"], wait["receiverThreadIds"]) == ("wait", "wait", "completed", [child])
     assert wait["agentsStates"] == {child: {"status": "completed", "message": "mock reply to: count the files"}}
     # the child's end reaches the parent's log on its own schedule: during the turn or after it

@@ -178,7 +178,7 @@ async def test_a_model_chosen_in_the_client_becomes_the_threads(client: AppClien
     params = user_input(thread["id"], "hi") | {"model": "gpt-5.4-mini", "effort": "low"}
     await client.call("turn/start", params)
     await client.notification("turn/completed")
-    config = appd.service.get(thread["name"])["config"]
+    config = (await appd.ops.get_thread(thread["name"]))["config"]
     assert (config["model"], config["reasoning"]) == ("gpt-5.4-mini", "low")
 
 

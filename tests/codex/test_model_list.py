@@ -79,7 +79,7 @@ async def test_the_daemon_merges_caches_and_refreshes_the_list(tmp_path: Path, n
         # The endpoint lists a new model; a thread naming it makes the daemon ask again.
         assert not catalog.get("gpt-6.9-late").known
         mock.app.models["gpt-6.9-late"] = mock.app.models["gpt-6.9-test"].__class__("gpt-6.9-late")
-        thread = await daemon.service.create(cwd=str(workdir), model="gpt-6.9-late-preview")
+        thread = await daemon.ops.create_thread(cwd=str(workdir), model="gpt-6.9-late-preview")
         assert thread["config"]["reasoning"] == "medium"  # judged by its family meanwhile
         await wait_fetches(daemon, 2)
         assert catalog.get("gpt-6.9-late").listed

@@ -40,7 +40,7 @@ def tool_names(body: dict[str, Any]) -> list[str]:
 async def run_turn(daemon: Any, thread_id: str, steps: list[dict[str, Any]], text: str = "go") -> Watch:
     async with Watch(daemon, thread_id) as watch:
         after = watch.last_seq
-        await daemon.service.send(thread_id, f"{text}\n{mock_directive(steps)}")
+        await daemon.ops.send(thread_id, f"{text}\n{mock_directive(steps)}")
         await watch.wait_type("turn.completed", after_seq=after, timeout=30)
     return watch
 
@@ -50,7 +50,7 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
 
 
 async def test_results_reach_the_next_request_in_their_shapes(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
-    tid = (await mcp_daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await mcp_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     steps = [
         {"calls": [call("mcp__demo__echo", text="hello"), call("mcp__demo__word_count", text="one two three")]},
         {"calls": [call("mcp__demo__swatch", color="blue", size=8), call("mcp__demo__fail", reason="not today")]},
@@ -85,7 +85,7 @@ async def test_results_reach_the_next_request_in_their_shapes(mcp_daemon: Any, m
 
 
 async def test_a_streamable_http_server_with_its_token_and_headers(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
-    tid = (await mcp_daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await mcp_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     steps = [{"calls": [call("mcp__web__echo", text="over http"), call("mcp__web__header")]}, {"text": "ok"}]
     await run_turn(mcp_daemon, tid, steps)
     results = by_name(mock_upstream.requests[-1].body)
@@ -93,7 +93,7 @@ async def test_a_streamable_http_server_with_its_token_and_headers(mcp_daemon: A
 
 
 async def test_a_server_that_crashes_mid_call_is_started_again_for_the_next(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
-    tid = (await mcp_daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await mcp_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     steps = [{"calls": [call("mcp__demo__whoami")]}, {"calls": [call("mcp__demo__crash")]}, {"calls": [call("mcp__demo__whoami")]}, {"text": "ok"}]
     watch = await run_turn(mcp_daemon, tid, steps)
     completed = [event.data for event in watch.of_type("tool.completed")]
@@ -108,7 +108,7 @@ async def test_a_server_that_crashes_mid_call_is_started_again_for_the_next(mcp_
 
 
 async def test_a_server_that_hangs_is_cut_at_its_tool_timeout(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
-    tid = (await mcp_daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await mcp_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     steps = [{"calls": [call("mcp__demo__hang")]}, {"calls": [call("mcp__demo__echo", text="still there")]}, {"text": "ok"}]
     started = time.monotonic()
     watch = await run_turn(mcp_daemon, tid, steps)
@@ -120,7 +120,7 @@ async def test_a_server_that_hangs_is_cut_at_its_tool_timeout(mcp_daemon: Any, m
 
 
 async def test_a_tool_list_change_reaches_the_next_request(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
-    tid = (await mcp_daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await mcp_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     steps = [{"calls": [call("mcp__demo__grow", tool="sprout")]}, {"calls": [call("mcp__demo__sprout", text="leaf")]}, {"text": "ok"}]
     await run_turn(mcp_daemon, tid, steps)
     first, second, third = (request.body for request in mock_upstream.requests[-3:])
@@ -130,14 +130,14 @@ async def test_a_tool_list_change_reaches_the_next_request(mcp_daemon: Any, mock
 
 
 async def test_approval_applies_to_an_mcp_tool(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
-    tid = (await mcp_daemon.service.create(cwd=str(workdir), approval="on-write"))["thread_id"]
+    tid = (await mcp_daemon.ops.create_thread(cwd=str(workdir), approval="on-write"))["thread_id"]
     target = workdir / "touched.txt"
     steps = [{"calls": [call("mcp__demo__touch", path=str(target), text="x")]}, {"calls": [call("mcp__demo__echo", text="read-only")]}, {"text": "ok"}]
     async with Watch(mcp_daemon, tid) as watch:
-        await mcp_daemon.service.send(tid, f"go\n{mock_directive(steps)}")
+        await mcp_daemon.ops.send(tid, f"go\n{mock_directive(steps)}")
         asked = await watch.wait_type("approval.requested")
         assert asked.data["tool"] == "mcp__demo__touch" and asked.data["arguments"] == {"path": str(target), "text": "x"}
-        mcp_daemon.service.supervisor.approvals.respond(asked.data["request_id"], "deny")
+        mcp_daemon.supervisor.approvals.respond(asked.data["request_id"], "deny")
         await watch.wait_type("turn.completed", timeout=30)
     touch, echo = (event.data for event in watch.of_type("tool.completed"))
     assert touch["ok"] is False and "denied" in touch["output"] and not target.exists()  # the server never ran it
@@ -146,8 +146,8 @@ async def test_approval_applies_to_an_mcp_tool(mcp_daemon: Any, mock_upstream: A
 
 
 async def test_a_thread_uses_only_the_servers_its_config_names(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
-    tid = (await mcp_daemon.service.create(cwd=str(workdir), mcp="-web"))["thread_id"]
-    thread = await mcp_daemon.service.configure(tid, {"instructions": "plain"})
+    tid = (await mcp_daemon.ops.create_thread(cwd=str(workdir), mcp="-web"))["thread_id"]
+    thread = await mcp_daemon.ops.configure(tid, {"instructions": "plain"})
     assert thread["config"]["mcp"] == ["demo"]
     steps = [{"calls": [call("mcp__web__echo", text="x")]}, {"text": "ok"}]
     watch = await run_turn(mcp_daemon, tid, steps)
@@ -155,12 +155,12 @@ async def test_a_thread_uses_only_the_servers_its_config_names(mcp_daemon: Any, 
     assert "mcp__demo__echo" in names and not any(name.startswith("mcp__web__") for name in names)
     (refused,) = watch.of_type("tool.completed")
     assert refused.data["ok"] is False and "unknown tool 'mcp__web__echo'" in refused.data["output"]
-    thread = await mcp_daemon.service.configure(tid, {"mcp": "+web"})
+    thread = await mcp_daemon.ops.configure(tid, {"mcp": "+web"})
     assert thread["config"]["mcp"] == ["demo", "web"]
 
 
 async def test_servers_stop_with_the_daemon(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
-    tid = (await mcp_daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await mcp_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     watch = await run_turn(mcp_daemon, tid, [{"calls": [call("mcp__demo__whoami")]}, {"text": "ok"}])
     pid = int(watch.of_type("tool.completed")[0].data["output"])
     assert alive(pid)
@@ -171,12 +171,12 @@ async def test_servers_stop_with_the_daemon(mcp_daemon: Any, mock_upstream: Any,
 
 
 async def test_an_interrupt_cancels_a_call_in_flight(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
-    tid = (await mcp_daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await mcp_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(mcp_daemon, tid) as watch:
-        await mcp_daemon.service.send(tid, f"go\n{mock_directive([{'calls': [call('mcp__demo__slow', steps=100000)]}, {'text': 'x'}])}")
+        await mcp_daemon.ops.send(tid, f"go\n{mock_directive([{'calls': [call('mcp__demo__slow', steps=100000)]}, {'text': 'x'}])}")
         await watch.wait_type("tool.output", timeout=30)  # the call runs: its progress streams
         asked = time.monotonic()
-        await mcp_daemon.service.interrupt(tid)
+        await mcp_daemon.ops.interrupt(tid)
         await watch.wait_type("turn.interrupted")
         assert time.monotonic() - asked < 1.0
     watch = await run_turn(mcp_daemon, tid, [{"calls": [call("mcp__demo__echo", text="after")]}, {"text": "ok"}])
@@ -185,11 +185,11 @@ async def test_an_interrupt_cancels_a_call_in_flight(mcp_daemon: Any, mock_upstr
 
 
 async def test_sub_agents_inherit_or_narrow_the_servers(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
-    tid = (await mcp_daemon.service.create(cwd=str(workdir), mcp=["demo"]))["thread_id"]
+    tid = (await mcp_daemon.ops.create_thread(cwd=str(workdir), mcp=["demo"]))["thread_id"]
     spawn = [call("spawn_agent", message="hi"), call("spawn_agent", message="hi", agent_type="webonly")]
     watch = await run_turn(mcp_daemon, tid, [{"calls": spawn}, {"text": "ok"}])
     configs = [event.data["config"] for event in watch.of_type("subagent.spawned")]
     assert sorted((config["mcp"] for config in configs), key=len) == [[], ["demo"]]  # webonly: web, narrowed to the parent's
-    top = (await mcp_daemon.service.create(cwd=str(workdir)))["thread_id"]
+    top = (await mcp_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     watch = await run_turn(mcp_daemon, top, [{"calls": [spawn[1]]}, {"text": "ok"}])
     assert watch.of_type("subagent.spawned")[0].data["config"]["mcp"] == ["web"]

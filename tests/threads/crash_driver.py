@@ -41,11 +41,11 @@ def random_script(rng: random.Random, workdir: str) -> str:
 
 
 async def drive(daemon: Daemon, acks_path: Path, rng: random.Random, workdir: str) -> None:
-    service = daemon.service
+    service = daemon.ops
     assert service is not None
-    threads = [t["thread_id"] for t in service.list() if t["state"] != "killed"]
+    threads = [t["thread_id"] for t in await service.list_threads() if t["state"] != "killed"]
     while len(threads) < 3:
-        threads.append((await service.create(cwd=workdir))["thread_id"])
+        threads.append((await service.create_thread(cwd=workdir))["thread_id"])
     count = 0
     with open(acks_path, "a") as acks:
         print("READY", flush=True)

@@ -32,7 +32,7 @@ async def scripted(tmp_path: Path, nursery: trio.Nursery, replies: dict[str, Any
 
 async def run_until_finished(daemon: Any, tid: str, text: str, **send: Any) -> Watch:
     async with Watch(daemon, tid) as watch:
-        ack = await daemon.service.send(tid, text, **send)
+        ack = await daemon.ops.send(tid, text, **send)
         finished = await watch.wait_type("run.finished", input_id=ack["input_id"], timeout=30)
         assert finished.data["input_id"] == ack["input_id"]
     return watch
@@ -41,7 +41,7 @@ async def run_until_finished(daemon: Any, tid: str, text: str, **send: Any) -> W
 async def test_a_run_stops_at_the_finish_marker(tmp_path: Path, nursery: trio.Nursery, workdir: Path) -> None:
     replies = {"do it": {"text": "step one"}, "turn 2 of": {"text": "step two"}, "turn 3 of": {"text": "all finished %%DONE%%"}, "turn 4 of": {"text": "never"}}
     async with scripted(tmp_path, nursery, replies) as (daemon, mock_upstream):
-        tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+        tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
         watch = await run_until_finished(daemon, tid, "do it", steps=10)
         await _check_done_run(daemon, tid, watch, mock_upstream)
 
@@ -61,11 +61,11 @@ async def _check_done_run(daemon: Any, tid: str, watch: Watch, mock_upstream: An
 async def test_a_run_stops_after_its_steps_and_then_the_queue_goes_on(tmp_path: Path, nursery: trio.Nursery, workdir: Path) -> None:
     replies = {"go": {"text": "a", "delay_ms": 50, "deltas": 2}, "turn 2 of": {"text": "b"}, "turn 3 of": {"text": "c"}, "queued one": {"text": "the queued one"}}
     async with scripted(tmp_path, nursery, replies) as (daemon, _mock):
-        tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
-        await daemon.service.configure(tid, {"steps": 2})
+        tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+        await daemon.ops.configure(tid, {"steps": 2})
         async with Watch(daemon, tid) as watch:
-            first = await daemon.service.send(tid, "go")
-            later = await daemon.service.send(tid, "the queued one", mode="queue", steps=1)
+            first = await daemon.ops.send(tid, "go")
+            later = await daemon.ops.send(tid, "the queued one", mode="queue", steps=1)
             finished = await watch.wait_type("run.finished", input_id=first["input_id"])
             await watch.wait_for(lambda e: e.type == "turn.completed" and e.data["final_text"] == "the queued one")
         assert finished.data["turns"] == 2 and finished.data["reason"] == "steps"
@@ -76,23 +76,23 @@ async def test_a_run_stops_after_its_steps_and_then_the_queue_goes_on(tmp_path: 
 async def test_an_interrupt_ends_the_run(tmp_path: Path, nursery: trio.Nursery, workdir: Path) -> None:
     slow = {"text": " ".join(f"w{i}" for i in range(300)), "deltas": 300, "delay_ms": 10}
     async with scripted(tmp_path, nursery, {"go": {"text": "first"}, "turn 2 of": slow}) as (daemon, _mock):
-        tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+        tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
         async with Watch(daemon, tid) as watch:
-            ack = await daemon.service.send(tid, "go", steps=5)
+            ack = await daemon.ops.send(tid, "go", steps=5)
             await watch.wait_count("turn.started", 2)
             await watch.wait_type("turn.delta", after_seq=watch.of_type("turn.started")[1].seq)
-            await daemon.service.interrupt(tid)
+            await daemon.ops.interrupt(tid)
             finished = await watch.wait_type("run.finished", input_id=ack["input_id"])
         assert finished.data == {"input_id": ack["input_id"], "turns": 2, "reason": "interrupt"}
-        assert daemon.service.get(tid)["queued"] == 0
+        assert (await daemon.ops.get_thread(tid))["queued"] == 0
 
 
 async def test_attachments_reach_the_model(daemon: Any, workdir: Path, mock_upstream: Any) -> None:
     pixel = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
     attachments = [{"type": "text", "name": "notes.txt", "text": "remember the milk"}, {"type": "image", "name": "shot.png", "image_url": pixel}]
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, "look at these", attachments=attachments)
+        await daemon.ops.send(tid, "look at these", attachments=attachments)
         await watch.wait_type("turn.completed")
     message = mock_upstream.requests[-1].body["input"][0]
     assert message["content"] == [
@@ -100,4 +100,4 @@ async def test_attachments_reach_the_model(daemon: Any, workdir: Path, mock_upst
         {"type": "input_text", "text": '<file name="notes.txt">\nremember the milk\n</file>'},
         {"type": "input_image", "image_url": pixel},
     ]
-    assert (await daemon.service.history(tid))[0] == message
+    assert (await daemon.ops.history(tid))[0] == message

@@ -35,13 +35,13 @@ async def run_turn(daemon: Any, thread_id: str, steps: list[dict[str, Any]]) -> 
     """One scripted turn; the watch's ``since`` marks where it began."""
     async with Watch(daemon, thread_id) as watch:
         watch.since = watch.last_seq  # type: ignore[attr-defined]
-        await daemon.service.send(thread_id, mock_directive(steps))
+        await daemon.ops.send(thread_id, mock_directive(steps))
         await watch.wait_for(lambda e: e.type in END, timeout=30, after_seq=watch.since)  # type: ignore[attr-defined]
     return watch
 
 
 async def new_thread(daemon: Any, workdir: Path, **params: Any) -> str:
-    return str((await daemon.service.create(cwd=str(workdir), **params))["thread_id"])
+    return str((await daemon.ops.create_thread(cwd=str(workdir), **params))["thread_id"])
 
 
 async def test_write_read_and_compare_and_set_between_threads(daemon: Any, workdir: Path) -> None:
@@ -104,7 +104,7 @@ async def test_bad_tool_input_is_the_calls_output(tmp_path: Path, mock_upstream:
 async def test_wait_is_woken_by_another_threads_write(daemon: Any, workdir: Path) -> None:
     waiter, writer = await new_thread(daemon, workdir), await new_thread(daemon, workdir)
     async with Watch(daemon, waiter) as watch:
-        await daemon.service.send(waiter, mock_directive([{"calls": [call("blackboard_wait", key="shared/x", timeout_ms=60_000)]}, {"text": "ok"}]))
+        await daemon.ops.send(waiter, mock_directive([{"calls": [call("blackboard_wait", key="shared/x", timeout_ms=60_000)]}, {"text": "ok"}]))
         await watch.wait_for(lambda e: e.type == "tool.started" and e.data["name"] == "blackboard_wait")
         assert not watch.of_type("tool.completed")
         await run_turn(daemon, writer, [{"calls": [call("blackboard_write", key="shared/x", value="hello")]}, {"text": "ok"}])
@@ -129,10 +129,10 @@ async def test_wait_honours_its_timeout_and_an_interrupt(daemon: Any, workdir: P
     assert 250 <= completed.data["duration_ms"] < 2000
 
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": [call("blackboard_wait", prefix="never/", timeout_ms=600_000)]}, {"text": "x"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": [call("blackboard_wait", prefix="never/", timeout_ms=600_000)]}, {"text": "x"}]))
         await watch.wait_for(lambda e: e.type == "tool.started" and e.data["name"] == "blackboard_wait")
         started = trio.current_time()
-        assert (await daemon.service.interrupt(tid))["interrupted"] is True
+        assert (await daemon.ops.interrupt(tid))["interrupted"] is True
         assert trio.current_time() - started < 1.0
         await watch.wait_type("turn.interrupted")
     await check_thread_invariants(daemon, tid)
@@ -152,10 +152,10 @@ async def test_notify_parent_reaches_a_waiting_parents_next_request(daemon: Any,
     parent = await new_thread(daemon, workdir)
     steps = [{"calls": [call("spawn_agent", message=writing_child("team/answer"))]}, {"calls": [call("wait_agents")]}, {"text": "x"}]
     async with Watch(daemon, parent) as watch:
-        await daemon.service.send(parent, mock_directive(steps))
+        await daemon.ops.send(parent, mock_directive(steps))
         await watch.wait_type("input.delivered", mode="steer", timeout=30)
         await watch.wait_for(lambda e: e.type in END, timeout=30)
-    child = daemon.service.get(parent)["children"][0]
+    child = (await daemon.ops.get_thread(parent))["children"][0]
     # The parent's last request (the child's own may come later; under load the note may
     # land before the wait, so the wait is not what tells them apart): its input holds the
     # parent's script, which names spawn_agent.
@@ -176,14 +176,14 @@ async def test_notify_parent_starts_an_idle_parent_and_queues_for_a_paused_one(d
         await watch.wait_type("turn.completed", timeout=30)  # the note started a turn of the idle parent
     assert note_requests(mock_upstream, "idle/k")
 
-    await daemon.service.pause(parent)
+    await daemon.ops.pause(parent)
     async with Watch(daemon, parent) as watch:
         after = watch.last_seq
         await run_turn(daemon, child, [{"calls": [call("blackboard_write", key="paused/k", value=2, notify_parent=True)]}, {"text": "ok"}])
         await watch.wait_type("input.queued", after_seq=after)
-        assert daemon.service.get(parent)["queued"] == 1 and daemon.service.get(parent)["state"] == "paused"
+        assert (await daemon.ops.get_thread(parent))["queued"] == 1 and (await daemon.ops.get_thread(parent))["state"] == "paused"
         assert not note_requests(mock_upstream, "paused/k")
-        await daemon.service.resume(parent)
+        await daemon.ops.resume(parent)
         await watch.wait_type("turn.completed", after_seq=after, timeout=30)
     assert note_requests(mock_upstream, "paused/k")
 

@@ -12,7 +12,7 @@ from tests.helpers import Watch, check_thread_invariants, mock_directive
 async def one_turn(daemon: Any, tid: str, text: str) -> None:
     async with Watch(daemon, tid) as watch:
         before = watch.last_seq
-        await daemon.service.send(tid, text)
+        await daemon.ops.send(tid, text)
         await watch.wait_type("turn.completed", after_seq=before)
 
 
@@ -21,8 +21,8 @@ def responses(mock_upstream: Any) -> list[dict[str, Any]]:
 
 
 async def test_chaining_sends_only_what_is_new_and_falls_back(daemon: Any, workdir: Path, mock_upstream: Any) -> None:
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
-    await daemon.service.configure(tid, {"chain": True})
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+    await daemon.ops.configure(tid, {"chain": True})
     call = {"name": "exec_command", "arguments": {"cmd": "echo chained"}}
     await one_turn(daemon, tid, "first\n" + mock_directive([{"calls": [call]}, {"text": "done"}]))
     first, second = responses(mock_upstream)[-2:]
@@ -36,7 +36,7 @@ async def test_chaining_sends_only_what_is_new_and_falls_back(daemon: Any, workd
     await one_turn(daemon, tid, "third")
     refused, resent = responses(mock_upstream)[-2:]
     assert refused["previous_response_id"] and "previous_response_id" not in resent
-    assert len(resent["input"]) == len(await daemon.service.history(tid)) - 1  # everything but the reply
+    assert len(resent["input"]) == len(await daemon.ops.history(tid)) - 1  # everything but the reply
     await one_turn(daemon, tid, "fourth")
     assert responses(mock_upstream)[-1]["previous_response_id"]  # chained again from the resent one
     await check_thread_invariants(daemon, tid)

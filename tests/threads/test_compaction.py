@@ -38,9 +38,9 @@ class BlackHole:
 async def _history_with_one_turn(state: Path, base_url: str, workdir: Path, nursery: trio.Nursery) -> str:
     daemon = Daemon(make_settings(state, base_url))
     await nursery.start(daemon.run)
-    thread_id = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    thread_id = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, thread_id) as watch:
-        await daemon.service.send(thread_id, "remember this")
+        await daemon.ops.send(thread_id, "remember this")
         await watch.wait_type("turn.completed")
     daemon.request_stop()
     await daemon.wait_stopped()

@@ -31,7 +31,7 @@ async def small_window(tmp_path: Path, mock_upstream: Any, nursery: trio.Nursery
 async def turn(daemon: Any, tid: str, text: str, script: Any) -> Watch:
     async with Watch(daemon, tid) as watch:
         before = watch.last_seq
-        await daemon.service.send(tid, f"{text}\n" + mock_directive(script))
+        await daemon.ops.send(tid, f"{text}\n" + mock_directive(script))
         await watch.wait_for(lambda e: e.seq > before and e.type in ("turn.completed", "turn.error"))
     return watch
 
@@ -42,7 +42,7 @@ def compactions(watch: Watch) -> list[dict[str, Any]]:
 
 async def test_compaction_at_the_threshold(small_window: Any, workdir: Path, mock_upstream: Any) -> None:
     daemon = small_window
-    tid = (await daemon.service.create(cwd=str(workdir), model="mock-model", tools=[]))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir), model="mock-model", tools=[]))["thread_id"]
     await turn(daemon, tid, "one", LONG_REPLY)
     watch = await turn(daemon, tid, "two", LONG_REPLY)
     assert compactions(watch) == []
@@ -58,7 +58,7 @@ async def test_compaction_at_the_threshold(small_window: Any, workdir: Path, moc
 
 
 async def test_compaction_after_the_endpoint_refuses_a_request_as_too_long(daemon: Any, workdir: Path, mock_upstream: Any) -> None:
-    tid = (await daemon.service.create(cwd=str(workdir), model="mock-model", tools=[]))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir), model="mock-model", tools=[]))["thread_id"]
     await turn(daemon, tid, "one", LONG_REPLY)
     await turn(daemon, tid, "two", LONG_REPLY)
     watch = await turn(daemon, tid, "three", {"endpoint": {"context_window": 1500}, "steps": [{"text": "fits now"}]})
@@ -71,20 +71,20 @@ async def test_compaction_after_the_endpoint_refuses_a_request_as_too_long(daemo
 
 
 async def test_no_compaction_loop_when_nothing_can_shrink(daemon: Any, workdir: Path) -> None:
-    tid = (await daemon.service.create(cwd=str(workdir), model="mock-model", tools=[]))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir), model="mock-model", tools=[]))["thread_id"]
     filler = "x" * 4000  # user messages are kept verbatim by compaction: it cannot make room
     await turn(daemon, tid, f"one {filler}", {"text": "ok"})
     watch = await turn(daemon, tid, f"two {filler}", {"endpoint": {"context_window": 1500}, "steps": [{"text": "never"}]})
     assert len(compactions(watch)) == 1
     error = watch.of_type("turn.error")[-1].data["error"]
     assert error["code"] == "context_window_exceeded", error
-    assert daemon.service.get(tid)["state"] == "idle"
+    assert (await daemon.ops.get_thread(tid))["state"] == "idle"
     await check_thread_invariants(daemon, tid)
 
 
 async def test_an_endpoint_without_a_compact_call_gets_a_summary(daemon: Any, workdir: Path, mock_upstream: Any) -> None:
     no_call = {"compact_call": False}
-    tid = (await daemon.service.create(cwd=str(workdir), model="mock-model", tools=[]))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir), model="mock-model", tools=[]))["thread_id"]
     await turn(daemon, tid, "one", {"endpoint": no_call, "steps": [LONG_REPLY]})
     await turn(daemon, tid, "two", {"endpoint": no_call, "steps": [LONG_REPLY]})
     script = {"endpoint": {**no_call, "context_window": 1500}, "steps": [{"text": "after the summary"}]}
@@ -92,7 +92,7 @@ async def test_an_endpoint_without_a_compact_call_gets_a_summary(daemon: Any, wo
     [compacted] = compactions(watch)
     assert compacted["reason"] == "context_length_exceeded"
     assert watch.of_type("turn.completed")[-1].data["final_text"] == "after the summary"
-    history = await daemon.service.history(tid)
+    history = await daemon.ops.history(tid)
     assert history[0]["content"][0]["text"].startswith("Summary of the earlier conversation")
     summary_request = [r for r in mock_upstream.requests if r.path.endswith("/responses")][-2].body
     assert "Write a summary of the conversation so far" in json.dumps(summary_request["input"][-1])

@@ -63,11 +63,11 @@ def user_texts(body: dict[str, Any]) -> list[str]:
 
 
 async def test_steer_during_streaming_joins_the_turn(daemon: Any, workdir: Any, mock_upstream: Any) -> None:
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive(SLOW_TEXT))
+        await daemon.ops.send(tid, mock_directive(SLOW_TEXT))
         await watch.wait_type("turn.delta")
-        ack = await daemon.service.send(tid, "STEER-NOW", mode="steer")
+        ack = await daemon.ops.send(tid, "STEER-NOW", mode="steer")
         assert ack["disposition"] == "steered"
         await watch.wait_type("turn.completed")
     assert len(watch.of_type("turn.started")) == 1
@@ -83,11 +83,11 @@ async def test_steer_during_streaming_joins_the_turn(daemon: Any, workdir: Any, 
 
 async def test_steer_during_running_tool(daemon: Any, workdir: Any, mock_upstream: Any) -> None:
     gate = make_gate(workdir)
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": [gate_call(gate)]}, {"text": "after tool"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": [gate_call(gate)]}, {"text": "after tool"}]))
         await watch.wait_type("tool.started")
-        ack = await daemon.service.send(tid, "STEER-WHILE-TOOL", mode="steer")
+        ack = await daemon.ops.send(tid, "STEER-WHILE-TOOL", mode="steer")
         assert ack["disposition"] == "steered"
         await open_gate(gate)
         await watch.wait_type("turn.completed")
@@ -102,15 +102,15 @@ async def test_steer_during_running_tool(daemon: Any, workdir: Any, mock_upstrea
 
 async def test_queue_runs_in_order_each_as_its_own_turn(daemon: Any, workdir: Any, mock_upstream: Any) -> None:
     gate = make_gate(workdir)
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": [gate_call(gate)]}, {"text": "first done"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": [gate_call(gate)]}, {"text": "first done"}]))
         await watch.wait_type("tool.started")
-        acks = [await daemon.service.send(tid, mock_directive({"text": f"reply-{i}"}), mode="queue") for i in range(3)]
+        acks = [await daemon.ops.send(tid, mock_directive({"text": f"reply-{i}"}), mode="queue") for i in range(3)]
         assert [a["disposition"] for a in acks] == ["queued"] * 3
-        plain = await daemon.service.send(tid, mock_directive({"text": "reply-plain"}))
+        plain = await daemon.ops.send(tid, mock_directive({"text": "reply-plain"}))
         assert plain["disposition"] == "queued"
-        assert daemon.service.get(tid)["queued"] == 4
+        assert (await daemon.ops.get_thread(tid))["queued"] == 4
         await open_gate(gate)
         await watch.wait_count("turn.completed", 5)
     finals = [e.data["final_text"] for e in watch.of_type("turn.completed")]
@@ -121,25 +121,25 @@ async def test_queue_runs_in_order_each_as_its_own_turn(daemon: Any, workdir: An
 
 
 async def test_interrupt_while_streaming(daemon: Any, workdir: Any) -> None:
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive(SLOW_TEXT))
+        await daemon.ops.send(tid, mock_directive(SLOW_TEXT))
         await watch.wait_type("turn.delta")
         started = trio.current_time()
-        result = await daemon.service.interrupt(tid)
+        result = await daemon.ops.interrupt(tid)
         elapsed = trio.current_time() - started
         assert result["interrupted"] is True
         # The terminal event is committed before interrupt answers.
         event = await watch.wait_type("turn.interrupted", timeout=1)
     assert elapsed < 1.0
     assert event.data["reason"] == "interrupt"
-    assert daemon.service.get(tid)["state"] == "idle"
-    history = await daemon.service.history(tid)
+    assert (await daemon.ops.get_thread(tid))["state"] == "idle"
+    history = await daemon.ops.history(tid)
     assert [item.get("role") for item in history] == ["user", "assistant"]  # the partial reply is kept, marked
     shown = "".join(e.data["delta"] for e in watch.of_type("turn.delta"))
     kept = history[1]["content"][0]["text"]
     assert kept.endswith(" [interrupted]") and kept.removesuffix(" [interrupted]") == shown
-    again = await daemon.service.interrupt(tid)
+    again = await daemon.ops.interrupt(tid)
     assert again["interrupted"] is False
     await check_thread_invariants(daemon, tid)
 
@@ -147,62 +147,62 @@ async def test_interrupt_while_streaming(daemon: Any, workdir: Any) -> None:
 async def test_interrupt_kills_running_command_and_repairs_history(daemon: Any, workdir: Any) -> None:
     marker = unique_sleep()
     call = {"name": "exec_command", "arguments": {"cmd": f"echo ready; {marker} && echo never; {marker}"}}
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": [call]}, {"text": "never"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": [call]}, {"text": "never"}]))
         await watch.wait_type("tool.output")
         assert len(processes_with(marker)) >= 1
         started = trio.current_time()
-        result = await daemon.service.interrupt(tid)
+        result = await daemon.ops.interrupt(tid)
         elapsed = trio.current_time() - started
     assert result["interrupted"] is True
     assert elapsed < 1.0
     assert processes_with(marker) == []
-    history = await daemon.service.history(tid)
+    history = await daemon.ops.history(tid)
     assert history[-1]["type"] == "function_call_output"
     assert "interrupted" in history[-1]["output"]
     await check_thread_invariants(daemon, tid)
 
 
 async def test_queue_continues_after_interrupt_unless_cleared(daemon: Any, workdir: Any) -> None:
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive(SLOW_TEXT))
+        await daemon.ops.send(tid, mock_directive(SLOW_TEXT))
         await watch.wait_type("turn.delta")
-        await daemon.service.send(tid, mock_directive({"text": "next one ran"}), mode="queue")
-        await daemon.service.interrupt(tid)
+        await daemon.ops.send(tid, mock_directive({"text": "next one ran"}), mode="queue")
+        await daemon.ops.interrupt(tid)
         done = await watch.wait_type("turn.completed")
         assert done.data["final_text"] == "next one ran"
-        await daemon.service.send(tid, mock_directive(SLOW_TEXT))
+        await daemon.ops.send(tid, mock_directive(SLOW_TEXT))
         seq = watch.last_seq
         await watch.wait_type("turn.delta", after_seq=seq)
-        dropped_ack = await daemon.service.send(tid, "to be dropped", mode="queue")
-        result = await daemon.service.interrupt(tid, clear_queue=True)
+        dropped_ack = await daemon.ops.send(tid, "to be dropped", mode="queue")
+        result = await daemon.ops.interrupt(tid, clear_queue=True)
         assert result["interrupted"] is True and result["cleared"] == 1
         dropped = await watch.wait_type("input.dropped")
     assert dropped.data["input_id"] == dropped_ack["input_id"]
-    assert daemon.service.get(tid)["queued"] == 0
+    assert (await daemon.ops.get_thread(tid))["queued"] == 0
     await check_thread_invariants(daemon, tid)
 
 
 async def test_pause_and_resume(daemon: Any, workdir: Any) -> None:
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive(SLOW_TEXT))
+        await daemon.ops.send(tid, mock_directive(SLOW_TEXT))
         await watch.wait_type("turn.delta")
-        await daemon.service.send(tid, mock_directive({"text": "resumed 1"}), mode="queue")
-        paused = await daemon.service.pause(tid)
+        await daemon.ops.send(tid, mock_directive({"text": "resumed 1"}), mode="queue")
+        paused = await daemon.ops.pause(tid)
         assert paused["paused"] is True and paused["state"] == "paused"
         assert (await watch.wait_type("turn.interrupted")).data["reason"] == "pause"
-        ack = await daemon.service.send(tid, mock_directive({"text": "resumed 2"}))
+        ack = await daemon.ops.send(tid, mock_directive({"text": "resumed 2"}))
         assert ack["disposition"] == "queued"
-        assert daemon.service.get(tid)["state"] == "paused"
-        assert daemon.service.get(tid)["queued"] == 2
-        assert (await daemon.service.pause(tid))["state"] == "paused"
-        resumed = await daemon.service.resume(tid)
+        assert (await daemon.ops.get_thread(tid))["state"] == "paused"
+        assert (await daemon.ops.get_thread(tid))["queued"] == 2
+        assert (await daemon.ops.pause(tid))["state"] == "paused"
+        resumed = await daemon.ops.resume(tid)
         assert resumed["resumed"] is True
         await watch.wait_count("turn.completed", 2)
-        assert (await daemon.service.resume(tid))["resumed"] is False
+        assert (await daemon.ops.resume(tid))["resumed"] is False
     finals = [e.data["final_text"] for e in watch.of_type("turn.completed")]
     assert finals == ["resumed 1", "resumed 2"]
     states = [e.data["state"] for e in watch.of_type("thread.state")]
@@ -211,55 +211,55 @@ async def test_pause_and_resume(daemon: Any, workdir: Any) -> None:
 
 
 async def test_pause_idle_thread(daemon: Any, workdir: Any) -> None:
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
-    result = await daemon.service.pause(tid)
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+    result = await daemon.ops.pause(tid)
     assert result == {"thread_id": tid, "interrupted": False, "paused": True, "state": "paused"}
-    ack = await daemon.service.send(tid, "held")
+    ack = await daemon.ops.send(tid, "held")
     assert ack["disposition"] == "queued"
 
 
 async def test_kill_parent_kills_descendants_and_their_processes(daemon: Any, workdir: Any) -> None:
     marker = unique_sleep()
-    parent = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
-    child = (await daemon.service.create(cwd=str(workdir), parent=parent))["thread_id"]
-    grandchild = (await daemon.service.create(cwd=str(workdir), parent=child))["thread_id"]
-    assert daemon.service.get(parent)["children"] == [child]
-    assert daemon.service.get(grandchild)["parent"] == child
+    parent = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+    child = (await daemon.ops.create_thread(cwd=str(workdir), parent=parent))["thread_id"]
+    grandchild = (await daemon.ops.create_thread(cwd=str(workdir), parent=child))["thread_id"]
+    assert (await daemon.ops.get_thread(parent))["children"] == [child]
+    assert (await daemon.ops.get_thread(grandchild))["parent"] == child
     call = {"name": "exec_command", "arguments": {"cmd": f"echo ready; {marker}"}}
     async with Watch(daemon, grandchild) as watch:
-        await daemon.service.send(grandchild, mock_directive([{"calls": [call]}]))
-        await daemon.service.send(grandchild, "queued behind", mode="queue")
+        await daemon.ops.send(grandchild, mock_directive([{"calls": [call]}]))
+        await daemon.ops.send(grandchild, "queued behind", mode="queue")
         await watch.wait_type("tool.output")
         assert processes_with(marker)
-        result = await daemon.service.kill(parent)
+        result = await daemon.ops.kill(parent)
         assert set(result["killed"]) == {parent, child, grandchild}
         assert (await watch.wait_type("turn.interrupted")).data["reason"] == "kill"
         assert watch.of_type("input.dropped")
         assert watch.of_type("thread.killed")
     assert processes_with(marker) == []
     for tid in (parent, child, grandchild):
-        assert daemon.service.get(tid)["state"] == "killed"
+        assert (await daemon.ops.get_thread(tid))["state"] == "killed"
         with pytest.raises(InvalidState):
-            await daemon.service.send(tid, "hello?")
+            await daemon.ops.send(tid, "hello?")
         with pytest.raises(InvalidState):
-            await daemon.service.interrupt(tid)
+            await daemon.ops.interrupt(tid)
     with pytest.raises(InvalidState):
-        await daemon.service.kill(parent)
+        await daemon.ops.kill(parent)
     with pytest.raises(InvalidState):
-        await daemon.service.create(cwd=str(workdir), parent=parent)
-    assert (await daemon.service.history(grandchild))[-1]["type"] == "function_call_output"
+        await daemon.ops.create_thread(cwd=str(workdir), parent=parent)
+    assert (await daemon.ops.history(grandchild))[-1]["type"] == "function_call_output"
     await check_thread_invariants(daemon, grandchild)
 
 
 async def test_duplicate_client_msg_id_is_delivered_once(daemon: Any, workdir: Any, mock_upstream: Any) -> None:
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        first = await daemon.service.send(tid, "only once", client_msg_id="msg-1")
-        second = await daemon.service.send(tid, "only once", client_msg_id="msg-1")
+        first = await daemon.ops.send(tid, "only once", client_msg_id="msg-1")
+        second = await daemon.ops.send(tid, "only once", client_msg_id="msg-1")
         await watch.wait_type("turn.completed")
-        third = await daemon.service.send(tid, "only once", client_msg_id="msg-1")
+        third = await daemon.ops.send(tid, "only once", client_msg_id="msg-1")
     assert first == second == third
-    changed = await daemon.service.send(tid, "something else", client_msg_id="msg-1")
+    changed = await daemon.ops.send(tid, "something else", client_msg_id="msg-1")
     assert changed["input_id"] == first["input_id"] and "different text" in changed["note"]
     assert len(watch.of_type("input.delivered")) == 1
     assert len(watch.of_type("turn.started")) == 1

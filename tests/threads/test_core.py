@@ -83,7 +83,7 @@ TABLE: dict[tuple[ThreadState, str], tuple[ThreadState, list[str], Callable[[Any
     (S.RUNNING, "interrupt"): (S.RUNNING, [], lambda a: a == Park("turn_1", "interrupt", {"cleared": 0})),
     (S.RUNNING, "pause"): (S.RUNNING, [], lambda a: a == Park("turn_1", "pause")),
     (S.RUNNING, "resume"): (S.RUNNING, [], lambda a: a["resumed"] is False),
-    (S.RUNNING, "kill"): (S.RUNNING, [], lambda a: a == Park("turn_1", "kill")),
+    (S.RUNNING, "kill"): (S.RUNNING, [], lambda a: a == Park("turn_1", "kill", {"children": []})),
     (S.RUNNING, "shutdown"): (S.RUNNING, [], lambda a: a == Park("turn_1", "shutdown")),
     (S.RUNNING, "configure"): (S.RUNNING, ["thread.configured"], lambda a: True),
     (S.RUNNING, "compact"): Conflict,

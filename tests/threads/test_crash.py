@@ -20,10 +20,10 @@ class ExplodingTool:
 
 
 async def test_crashing_tool_becomes_output(daemon: Any, workdir: Any) -> None:
-    daemon.service.supervisor.services.builtins["explode"] = ExplodingTool()  # type: ignore[index]
-    tid = (await daemon.service.create(cwd=str(workdir), tools="+explode"))["thread_id"]
+    daemon.supervisor.services.builtins["explode"] = ExplodingTool()  # type: ignore[index]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir), tools="+explode"))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": [{"name": "explode", "arguments": {}}]}, {"text": "fine"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": [{"name": "explode", "arguments": {}}]}, {"text": "fine"}]))
         done = await watch.wait_type("turn.completed")
     assert done.data["final_text"] == "fine"
     output = watch.of_type("tool.completed")[0].data["output"]
@@ -42,20 +42,20 @@ async def test_worker_crash_is_contained_and_restarted(daemon: Any, workdir: Any
         return real_finish(core, status, error, partial)
 
     monkeypatch.setattr(ThreadCore, "finish_turn", finish_or_crash)
-    victim = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
-    bystander = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    victim = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+    bystander = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     call = {"name": "exec_command", "arguments": {"cmd": "echo hi"}}
     async with Watch(daemon, victim) as watch:
-        await daemon.service.send(victim, mock_directive([{"calls": [call]}, {"text": "x"}]))
+        await daemon.ops.send(victim, mock_directive([{"calls": [call]}, {"text": "x"}]))
         error = await watch.wait_type("turn.error")
         assert error.data["error"]["code"] == "internal"
         assert "injected worker crash" in error.data["error"]["message"]
         # The restarted worker serves the thread again.
-        await daemon.service.send(victim, mock_directive({"text": "still alive"}))
+        await daemon.ops.send(victim, mock_directive({"text": "still alive"}))
         done = await watch.wait_type("turn.completed")
     assert done.data["final_text"] == "still alive"
     async with Watch(daemon, bystander) as other:
-        await daemon.service.send(bystander, "unaffected")
+        await daemon.ops.send(bystander, "unaffected")
         await other.wait_type("turn.completed")
     await check_thread_invariants(daemon, victim)
 
@@ -73,16 +73,16 @@ async def _give_up_a_thread(daemon: Any, workdir: Any, monkeypatch: pytest.Monke
         return real_finish(core, status, error, partial)
 
     monkeypatch.setattr(ThreadCore, "finish_turn", crash_for_doomed)
-    victim = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    victim = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     doomed.add(victim)
     async with Watch(daemon, victim) as watch:
         for attempt in range(3):
-            await daemon.service.send(victim, mock_directive({"text": f"attempt {attempt}"}))
+            await daemon.ops.send(victim, mock_directive({"text": f"attempt {attempt}"}))
             if attempt < 2:
                 await watch.wait_count("turn.error", attempt + 1)
     with pytest.raises(Unavailable, match="always crashing"), trio.fail_after(15):
         while True:  # the third crash gives the worker up; requests then fail fast
-            await daemon.service.send(victim, "anyone there?")
+            await daemon.ops.send(victim, "anyone there?")
             await trio.sleep(0)
     return victim, doomed
 
@@ -106,21 +106,21 @@ async def test_worker_that_keeps_crashing_is_given_up_and_can_still_be_killed(
 
     daemon = await _start(nursery, tmp_path, mock_upstream.base_url, "restart_limit = 2\nrestart_cooldown_s = 3600\n")
     victim, _ = await _give_up_a_thread(daemon, workdir, monkeypatch)
-    assert "always crashing" in daemon.service.get(victim)["failed"]
+    assert "always crashing" in (await daemon.ops.get_thread(victim))["failed"]
     with pytest.raises(Unavailable, match="tried again on a request after"):
-        await daemon.service.configure(victim, {"reasoning": "low"})
-    other = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+        await daemon.ops.configure(victim, {"reasoning": "low"})
+    other = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, other) as watch:
-        await daemon.service.send(other, "fine")
+        await daemon.ops.send(other, "fine")
         await watch.wait_type("turn.completed")
-    killed = await daemon.service.kill(victim)  # no waiting for the cool-down
+    killed = await daemon.ops.kill(victim)  # no waiting for the cool-down
     assert killed["killed"] == [victim] and killed["state"] == "killed"
-    assert daemon.service.get(victim)["state"] == "killed"
+    assert (await daemon.ops.get_thread(victim))["state"] == "killed"
     daemon.request_stop()
     await daemon.wait_stopped()
     monkeypatch.undo()
     daemon = await _start(nursery, tmp_path, mock_upstream.base_url, "")  # the kill was stored
-    assert daemon.service.get(victim)["state"] == "killed" and "failed" not in daemon.service.get(victim)
+    assert (await daemon.ops.get_thread(victim))["state"] == "killed" and "failed" not in await daemon.ops.get_thread(victim)
     daemon.request_stop()
     await daemon.wait_stopped()
 
@@ -132,10 +132,10 @@ async def test_given_up_worker_restarts_on_a_request_after_its_cool_down(
     victim, doomed = await _give_up_a_thread(daemon, workdir, monkeypatch)
     doomed.clear()  # whatever broke it is fixed
     async with Watch(daemon, victim) as watch:
-        await daemon.service.send(victim, mock_directive({"text": "back again"}))
+        await daemon.ops.send(victim, mock_directive({"text": "back again"}))
         await watch.wait_type("turn.completed", final_text="back again")  # after what was queued
     assert {e.data["final_text"] for e in watch.of_type("turn.completed")} <= {"mock reply to: anyone there?", "back again"}
-    assert "failed" not in daemon.service.get(victim)
+    assert "failed" not in await daemon.ops.get_thread(victim)
     await check_thread_invariants(daemon, victim)
     daemon.request_stop()
     await daemon.wait_stopped()

@@ -100,14 +100,14 @@ async def test_sigkill_at_random_points_loses_nothing(tmp_path: Path, mock_upstr
 
     daemon = Daemon(make_settings(state, mock_upstream.base_url))
     await nursery.start(daemon.run)
-    assert daemon.service is not None
-    for thread in daemon.service.list():
+    assert daemon.ops is not None
+    for thread in await daemon.ops.list_threads():
         tid = thread["thread_id"]
         if thread["state"] == "paused":
-            await daemon.service.resume(tid)
+            await daemon.ops.resume(tid)
         async with Watch(daemon, tid) as watch:
             with trio.fail_after(60):
-                while daemon.service.get(tid)["queued"] or daemon.service.get(tid)["state"] == "running":
+                while (await daemon.ops.get_thread(tid))["queued"] or (await daemon.ops.get_thread(tid))["state"] == "running":
                     await watch.wait_for(lambda e: e.type in ("turn.completed", "turn.error", "turn.interrupted"), after_seq=watch.last_seq)
         await check_thread_invariants(daemon, tid)
 

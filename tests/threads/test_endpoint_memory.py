@@ -21,7 +21,7 @@ MODEL = "gpt-5.4"  # its catalog entry asks for summaries (Codex 0.169's own mod
 async def turn(daemon: Any, tid: str, text: str) -> Watch:
     async with Watch(daemon, tid) as watch:
         start = watch.last_seq
-        await daemon.service.send(tid, text)
+        await daemon.ops.send(tid, text)
         end = await watch.wait_for(lambda e: e.type in ("turn.completed", "turn.error"), timeout=30, after_seq=start)
     assert end.type == "turn.completed", end.data
     return watch
@@ -35,14 +35,14 @@ async def test_a_refused_summary_costs_one_400_per_daemon(tmp_path: Path, nurser
     async with open_mock_upstream(UNVERIFIED) as mock:
         state = tmp_path / "state"
         daemon = await start_daemon(nursery, state, mock.base_url, tcp=False)
-        first = (await daemon.service.create(cwd=str(workdir), model=MODEL))["thread_id"]
+        first = (await daemon.ops.create_thread(cwd=str(workdir), model=MODEL))["thread_id"]
         await turn(daemon, first, "hello")
         refused = asked_summaries(mock)
         assert len(refused) == 1  # asked once, refused with the real endpoint's 400, resent without
         assert "summary" not in mock.requests[-1].body["reasoning"]
         assert VERIFY_MESSAGE.startswith("Your organization must be verified")
 
-        second = (await daemon.service.create(cwd=str(workdir), model=MODEL))["thread_id"]
+        second = (await daemon.ops.create_thread(cwd=str(workdir), model=MODEL))["thread_id"]
         child = mock_directive({"text": "child done"})
         watch = await turn(daemon, second, mock_directive([{"calls": [spawn(child)]}, {"calls": [wait()]}, {"text": "parent done"}]))
         [spawned] = watch.of_type("subagent.spawned")

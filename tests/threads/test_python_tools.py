@@ -25,10 +25,10 @@ async def test_an_embedded_python_tool(tmp_path: Path, mock_upstream: Any, nurse
     schema = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}
     daemon = Daemon(make_settings(tmp_path / "state", mock_upstream.base_url), extra_tools=[python_tool("lookup", "Looks a word up.", schema, lookup)])
     await nursery.start(daemon.run)
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     calls = [{"name": "lookup", "arguments": {"word": "cat"}}, {"name": "lookup", "arguments": {"word": "nothing"}}]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": calls}, {"text": "ok"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": calls}, {"text": "ok"}]))
         await watch.wait_type("turn.completed")
     outputs = sorted(e.data["output"] for e in watch.of_type("tool.completed"))
     assert outputs == ["cat: a small domesticated feline", "error: no such word"]

@@ -32,11 +32,11 @@ async def test_shutdown_interrupts_turn_and_queue_resumes_after_restart(
 ) -> None:
     state = tmp_path / "state"
     first = await start(nursery, state, mock_upstream.base_url)
-    tid = (await first.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await first.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(first, tid) as watch:
-        await first.service.send(tid, mock_directive(SLOW_TEXT))
+        await first.ops.send(tid, mock_directive(SLOW_TEXT))
         await watch.wait_type("turn.delta")
-        queued = await first.service.send(tid, mock_directive({"text": "after restart"}), mode="queue")
+        queued = await first.ops.send(tid, mock_directive({"text": "after restart"}), mode="queue")
         last_seq = watch.last_seq
     await stop(first)
 
@@ -59,22 +59,22 @@ async def test_paused_state_children_and_idempotency_survive_restart(
 ) -> None:
     state = tmp_path / "state"
     first = await start(nursery, state, mock_upstream.base_url)
-    parent = (await first.service.create(cwd=str(workdir)))["thread_id"]
-    child = (await first.service.create(cwd=str(workdir), parent=parent))["thread_id"]
-    await first.service.pause(child)
-    held = await first.service.send(child, mock_directive({"text": "held"}), client_msg_id="m-1")
+    parent = (await first.ops.create_thread(cwd=str(workdir)))["thread_id"]
+    child = (await first.ops.create_thread(cwd=str(workdir), parent=parent))["thread_id"]
+    await first.ops.pause(child)
+    held = await first.ops.send(child, mock_directive({"text": "held"}), client_msg_id="m-1")
     assert held["disposition"] == "queued"
     await stop(first)
 
     second = await start(nursery, state, mock_upstream.base_url)
-    assert second.service.get(child)["state"] == "paused"
-    assert second.service.get(child)["parent"] == parent
-    assert second.service.get(parent)["children"] == [child]
-    assert second.service.get(child)["queued"] == 1
-    again = await second.service.send(child, mock_directive({"text": "held"}), client_msg_id="m-1")
+    assert (await second.ops.get_thread(child))["state"] == "paused"
+    assert (await second.ops.get_thread(child))["parent"] == parent
+    assert (await second.ops.get_thread(parent))["children"] == [child]
+    assert (await second.ops.get_thread(child))["queued"] == 1
+    again = await second.ops.send(child, mock_directive({"text": "held"}), client_msg_id="m-1")
     assert again == held
     async with Watch(second, child) as watch:
-        await second.service.resume(child)
+        await second.ops.resume(child)
         done = await watch.wait_type("turn.completed")
     assert done.data["final_text"] == "held"
     assert len(watch.of_type("input.delivered")) == 1
@@ -89,10 +89,10 @@ async def test_retention_folds_old_deltas_into_a_gap(
     state.mkdir()
     (state / "config.toml").write_text("[tuning]\nretained_deltas = 100\n")
     daemon = await start(nursery, state, mock_upstream.base_url)
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
         for turn in range(3):
-            await daemon.service.send(tid, mock_directive({"repeat": {"chunk": "x", "count": 600}}))
+            await daemon.ops.send(tid, mock_directive({"repeat": {"chunk": "x", "count": 600}}))
             await watch.wait_count("turn.completed", turn + 1)
     await daemon.store.writer.flush()
     entries = await daemon.store.read(lambda conn: queries.read_events(conn, tid, 0, None))
@@ -102,7 +102,7 @@ async def test_retention_folds_old_deltas_into_a_gap(
     assert len(kept_deltas) <= 100 + 600
     # Every completed item is still there: the text of folded deltas lives in the items.
     assert [e.data["final_text"] for e in watch.of_type("turn.completed")] == ["x" * 600] * 3
-    replay = await daemon.service.events(tid, since=0)
+    replay = await daemon.ops.thread_events(tid, since=0)
     gap_events = [e for e in replay if e["event"] == "events.gap"]
     assert gap_events and gap_events[0]["data"]["from_seq"] == gap_events[0]["seq"] + 1
     await check_thread_invariants(daemon, tid)
@@ -110,17 +110,17 @@ async def test_retention_folds_old_deltas_into_a_gap(
 
 
 async def test_replay_of_ten_thousand_events_matches_live(daemon: Any, workdir: Path) -> None:
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     live: list[Event] = []
     listening = daemon.hub.listen(tid, live.append)
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive({"repeat": {"chunk": "y", "count": 10_000}}))
+        await daemon.ops.send(tid, mock_directive({"repeat": {"chunk": "y", "count": 10_000}}))
         await watch.wait_type("turn.completed")
     listening.close()
     replayed: list[dict[str, Any]] = []
     since = 0
     while True:
-        page = await daemon.service.events(tid, since=since, limit=3000)
+        page = await daemon.ops.thread_events(tid, since=since, limit=3000)
         if not page:
             break
         replayed.extend(page)

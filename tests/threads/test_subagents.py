@@ -48,9 +48,9 @@ def outputs(watch: Watch, name: str) -> list[Any]:
 
 
 async def parent_turn(daemon: Any, workdir: Path, steps: list[dict[str, Any]], **create: Any) -> tuple[str, Watch]:
-    tid = (await daemon.service.create(cwd=str(workdir), **create))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir), **create))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive(steps))
+        await daemon.ops.send(tid, mock_directive(steps))
         await watch.wait_for(lambda e: e.type in ("turn.completed", "turn.error", "turn.interrupted"), timeout=30)
     return tid, watch
 
@@ -65,7 +65,7 @@ async def test_three_children_in_parallel_and_their_answers_reach_the_parent(dae
     spawns = [spawn(child_task(f"task {name}", f"answer-{name}")) for name in "abc"]
     tid, watch = await parent_turn(daemon, workdir, [{"calls": spawns}, {"calls": [wait()]}, {"text": "all three answered"}])
     agents = [result["agent_id"] for result in outputs(watch, "spawn_agent")]
-    assert len(agents) == 3 and daemon.service.get(tid)["children"] == sorted(agents, key=daemon.service.get(tid)["children"].index)
+    assert len(agents) == 3 and (await daemon.ops.get_thread(tid))["children"] == sorted(agents, key=(await daemon.ops.get_thread(tid))["children"].index)
     spans = [await turn_span(daemon, agent) for agent in agents]
     assert max(start for start, _ in spans) < min(end for _, end in spans), f"the children's turns did not overlap: {spans}"
     [waited] = outputs(watch, "wait_agents")
@@ -78,7 +78,7 @@ async def test_three_children_in_parallel_and_their_answers_reach_the_parent(dae
     spawned = watch.of_type("subagent.spawned")
     assert sorted(e.data["agent_id"] for e in spawned) == sorted(agents)
     for agent in agents:
-        shown = daemon.service.get(agent)
+        shown = await daemon.ops.get_thread(agent)
         assert shown["parent"] == tid and shown["agent_type"] == "default" and shown["config"]["cwd"] == str(workdir)
     async with Watch(daemon, tid) as again:
         completed = await again.wait_count("subagent.completed", 3)
@@ -105,15 +105,15 @@ async def test_wait_honours_its_timeout(daemon: Any, workdir: Path) -> None:
 
 async def test_interrupting_a_waiting_parent_stops_the_wait_and_spares_the_children(daemon: Any, workdir: Path) -> None:
     slow = child_task("slow", "late", delay_ms=100, words=30)
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": [spawn(slow)]}, {"calls": [wait(timeout_ms=600_000)]}, {"text": "x"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": [spawn(slow)]}, {"calls": [wait(timeout_ms=600_000)]}, {"text": "x"}]))
         await watch.wait_for(lambda e: e.type == "tool.started" and e.data["name"] == "wait_agents")
         started = trio.current_time()
-        assert (await daemon.service.interrupt(tid))["interrupted"] is True
+        assert (await daemon.ops.interrupt(tid))["interrupted"] is True
         assert trio.current_time() - started < 1.0
-    child = daemon.service.get(tid)["children"][0]
-    assert daemon.service.get(child)["state"] == "running"  # an interrupt does not kill children
+    child = (await daemon.ops.get_thread(tid))["children"][0]
+    assert (await daemon.ops.get_thread(child))["state"] == "running"  # an interrupt does not kill children
     async with Watch(daemon, child) as child_watch:
         await child_watch.wait_type("turn.completed", timeout=30)
 
@@ -122,17 +122,17 @@ async def test_killing_the_parent_kills_every_descendant(daemon: Any, workdir: P
     sleep = unique_sleep()
     grandchild_script = mock_directive([{"calls": [{"name": "exec_command", "arguments": {"cmd": sleep, "yield_time_ms": 30000}}]}, {"text": "x"}])
     child_script = "delegate\n" + mock_directive([{"calls": [spawn("sleep a while\n" + grandchild_script)]}, {"calls": [wait()]}, {"text": "x"}])
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": [spawn(child_script)]}, {"calls": [wait()]}, {"text": "x"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": [spawn(child_script)]}, {"calls": [wait()]}, {"text": "x"}]))
         await watch.wait_for(lambda e: e.type == "tool.started" and e.data["name"] == "wait_agents")
         await wait_until(lambda: processes_with(sleep.split()[1]))  # the grandchild's command runs
-        killed = await daemon.service.kill(tid)
-    child = daemon.service.get(tid)["children"][0]
-    grandchild = daemon.service.get(child)["children"][0]
+        killed = await daemon.ops.kill(tid)
+    child = (await daemon.ops.get_thread(tid))["children"][0]
+    grandchild = (await daemon.ops.get_thread(child))["children"][0]
     assert sorted(killed["killed"]) == sorted([tid, child, grandchild])
     for thread_id in killed["killed"]:
-        shown = daemon.service.get(thread_id)
+        shown = await daemon.ops.get_thread(thread_id)
         assert shown["state"] == "killed" and shown["active_turn"] is None
     await wait_until(lambda: not processes_with(sleep.split()[1]))
 
@@ -146,12 +146,12 @@ async def test_spawning_beyond_the_limit_is_a_clear_tool_error(limited: Any, wor
 
 
 async def test_only_ones_own_agents(daemon: Any, workdir: Path) -> None:
-    stranger = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    stranger = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     steps = [{"calls": [{"name": "kill_agent", "arguments": {"agent_id": stranger}}, {"name": "send_to_agent", "arguments": {"agent_id": stranger, "message": "hi"}}]}, {"text": "ok"}]
     _tid, watch = await parent_turn(daemon, workdir, steps)
     for output in [e.data["output"] for e in watch.of_type("tool.completed")]:
         assert "is not one of your agents" in output
-    assert daemon.service.get(stranger)["state"] == "idle"
+    assert (await daemon.ops.get_thread(stranger))["state"] == "idle"
 
 
 async def test_a_sub_agent_gets_no_more_than_its_parent(daemon: Any, workdir: Path) -> None:
@@ -160,19 +160,19 @@ async def test_a_sub_agent_gets_no_more_than_its_parent(daemon: Any, workdir: Pa
     [refused] = [r for r in outputs(watch, "spawn_agent") if isinstance(r, str)]
     [spawned] = [r for r in outputs(watch, "spawn_agent") if isinstance(r, dict)]
     assert "cannot have tools its parent lacks: exec_command" in refused
-    child = daemon.service.get(spawned["agent_id"])["config"]
+    child = (await daemon.ops.get_thread(spawned["agent_id"]))["config"]
     assert child["writes"] == "dry-run" and set(child["tools"]) <= {"read_file", "list_dir", "spawn_agent", "wait_agents"}
 
 
 async def test_beyond_max_depth_spawn_agent_is_a_clear_tool_error(limited: Any, workdir: Path) -> None:
     child_script = "delegate\n" + mock_directive([{"calls": [spawn(child_task("deeper", "x", 1, 1))]}, {"text": "could not"}])
     tid, _watch = await parent_turn(limited, workdir, [{"calls": [spawn(child_script)]}, {"calls": [wait()]}, {"text": "ok"}])
-    [child] = limited.service.get(tid)["children"]
+    [child] = (await limited.ops.get_thread(tid))["children"]
     async with Watch(limited, child) as child_watch:
         await child_watch.wait_type("turn.completed")
     [refused] = outputs(child_watch, "spawn_agent")
     assert refused.startswith("error: cannot spawn an agent: a child of") and "the limit is max_depth=1" in refused
-    assert limited.service.get(child)["children"] == []
+    assert (await limited.ops.get_thread(child))["children"] == []
 
 
 async def test_sub_agent_turns_beyond_the_daemon_wide_limit_wait_visibly(limited: Any, workdir: Path) -> None:
@@ -182,7 +182,7 @@ async def test_sub_agent_turns_beyond_the_daemon_wide_limit_wait_visibly(limited
     assert [a["status"] for a in waited["agents"]] == ["completed", "completed"]
     spans: dict[str, tuple[float, float]] = {}
     waits: dict[str, list[Event]] = {}
-    for child in limited.service.get(tid)["children"]:
+    for child in (await limited.ops.get_thread(tid))["children"]:
         async with Watch(limited, child) as child_watch:
             await child_watch.wait_type("turn.completed")
         deltas = child_watch.of_type("turn.delta")
@@ -197,7 +197,7 @@ async def test_sub_agent_turns_beyond_the_daemon_wide_limit_wait_visibly(limited
 async def test_steer_queue_kill_and_list_ones_own_agents(daemon: Any, workdir: Path) -> None:
     slow, endless = child_task("slow", "first", delay_ms=20, words=100), child_task("endless", "never", delay_ms=50, words=2000)
     tid, _watch = await parent_turn(daemon, workdir, [{"calls": [spawn(slow)]}, {"calls": [spawn(endless)]}, {"text": "spawned"}])
-    first, second = daemon.service.get(tid)["children"]
+    first, second = (await daemon.ops.get_thread(tid))["children"]
     async with Watch(daemon, first) as child_watch:
         await child_watch.wait_type("turn.delta")  # its first turn is streaming
         steer = send_to(first, "also this\n" + mock_directive({"text": "steered"}), mode="steer")
@@ -207,7 +207,7 @@ async def test_steer_queue_kill_and_list_ones_own_agents(daemon: Any, workdir: P
         steps = [{"calls": [steer]}, {"calls": [queue, kill]}, {"calls": [wait(agent_ids=[first])]}, {"calls": [listing]}, {"text": "ok"}]
         async with Watch(daemon, tid) as watch:
             since = watch.last_seq
-            await daemon.service.send(tid, mock_directive(steps))
+            await daemon.ops.send(tid, mock_directive(steps))
             await watch.wait_type("turn.completed", after_seq=since)
         await child_watch.wait_count("turn.completed", 2)
     sent = outputs(watch, "send_to_agent")
@@ -224,7 +224,7 @@ async def test_steer_queue_kill_and_list_ones_own_agents(daemon: Any, workdir: P
     delivered = child_watch.of_type("input.delivered")
     assert [d.data["mode"] for d in delivered] == ["send", "steer", "queue"]
     assert delivered[0].data["turn_id"] == delivered[1].data["turn_id"]
-    assert daemon.service.get(second)["active_turn"] is None
+    assert (await daemon.ops.get_thread(second))["active_turn"] is None
     for thread_id in (tid, first, second):
         await check_thread_invariants(daemon, thread_id)
 
@@ -305,7 +305,7 @@ async def test_agent_types_from_config_toml_and_explicit_params_win(
         "error: cannot spawn an agent: model gpt-5.4-mini accepts reasoning low, medium, high, xhigh (got 'minimal')",
         "error: unknown agent_type 'nosuch'; known: default, explorer, research, reviewer, simple, worker",
     ]
-    children = [daemon.service.get(r["agent_id"]) for r in results if isinstance(r, dict)]
+    children = [await daemon.ops.get_thread(r["agent_id"]) for r in results if isinstance(r, dict)]
     configs = {(c["agent_type"], c["config"]["model"]): c["config"] for c in children}
     assert set(configs) == {("reviewer", "gpt-5.4"), ("explorer", "gpt-5.5"), ("reviewer", "gpt-5.5"), ("default", "gpt-5.4-mini")}
     assert configs["default", "gpt-5.4-mini"]["reasoning"] == "medium"  # that model's default effort

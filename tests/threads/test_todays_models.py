@@ -24,7 +24,7 @@ def kinds(body: dict) -> list[str]:
 async def turn(daemon, tid: str, steps: list) -> Watch:
     async with Watch(daemon, tid) as watch:
         start = watch.last_seq
-        await daemon.service.send(tid, mock_directive(steps))
+        await daemon.ops.send(tid, mock_directive(steps))
         end = await watch.wait_for(lambda e: e.type in ("turn.completed", "turn.error"), timeout=30, after_seq=start)
     assert end.type == "turn.completed", end.data
     return watch
@@ -37,7 +37,7 @@ async def test_a_model_of_today_runs_tool_turns(model: str, tmp_path: Path, nurs
         with trio.fail_after(10):
             await daemon.model_list.wait_fetches(1)
         assert daemon.settings.catalog.get(model).known  # shipped, or listed by the endpoint
-        tid = (await daemon.service.create(cwd=str(workdir), model=model))["thread_id"]
+        tid = (await daemon.ops.create_thread(cwd=str(workdir), model=model))["thread_id"]
 
         await turn(daemon, tid, [{"reasoning": "plan", "calls": [CALL]}, {"text": "ran it"}])
         first, followup = [r.body for r in mock.requests[-2:]]
@@ -54,7 +54,7 @@ async def test_a_model_of_today_runs_tool_turns(model: str, tmp_path: Path, nurs
         assert kinds(refused).count("reasoning") == 2 and kinds(resent).count("reasoning") == 1  # the one named left out, once
         assert watch.of_type("turn.completed")[-1].data["final_text"] == "repaired"
         assert len(watch.of_type("history.pruned")) == 1
-        history = await daemon.service.history(tid)
+        history = await daemon.ops.history(tid)
         kept = [item["encrypted_content"] for item in history if item["type"] == "reasoning"]
         assert kept == [item["encrypted_content"] for item in resent["input"] if item.get("type") == "reasoning"]
         assert carried["encrypted_content"] not in kept  # the one the refusal named (the mock names the first) left the history

@@ -26,7 +26,7 @@ def shell_call(cmd: str) -> dict[str, Any]:
 
 async def run_turn(daemon: Any, thread_id: str, *calls: dict[str, Any]) -> tuple[Watch, list[Any]]:
     async with Watch(daemon, thread_id) as watch:
-        await daemon.service.send(thread_id, mock_directive([{"calls": list(calls)}, {"text": "done"}]))
+        await daemon.ops.send(thread_id, mock_directive([{"calls": list(calls)}, {"text": "done"}]))
         await watch.wait_type("turn.completed")
     return watch, [e.data for e in watch.of_type("tool.completed")]
 
@@ -40,7 +40,7 @@ async def slow_approvals(tmp_path: Path, mock_upstream: Any, nursery: trio.Nurse
 
 async def test_apply_patch_as_a_function_call(daemon: Any, workdir: Path, mock_upstream: Any) -> None:
     (workdir / "notes.txt").write_text("old line\n")
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     _watch, [completed] = await run_turn(daemon, tid, patch_call())
     assert completed["ok"] and completed["output"] == "Success. Updated the following files:\nM notes.txt\n"
     assert (workdir / "notes.txt").read_text() == "new line\n"
@@ -52,7 +52,7 @@ async def test_apply_patch_as_a_function_call(daemon: Any, workdir: Path, mock_u
 
 async def test_apply_patch_sent_through_the_shell_is_applied_as_a_patch(daemon: Any, workdir: Path) -> None:
     (workdir / "notes.txt").write_text("old line\n")
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     _watch, [completed] = await run_turn(daemon, tid, shell_call(HEREDOC))
     assert completed["name"] == "exec_command"
     assert completed["output"] == "Success. Updated the following files:\nM notes.txt\n"
@@ -61,7 +61,7 @@ async def test_apply_patch_sent_through_the_shell_is_applied_as_a_patch(daemon: 
 
 async def test_a_failing_patch_changes_nothing_and_says_why(daemon: Any, workdir: Path) -> None:
     (workdir / "notes.txt").write_text("something else\n")
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     _watch, completed = await run_turn(daemon, tid, patch_call(), patch_call("not a patch"))
     assert [c["ok"] for c in completed] == [False, False]
     assert all("No file was changed" in c["output"] for c in completed)
@@ -72,8 +72,8 @@ async def test_a_failing_patch_changes_nothing_and_says_why(daemon: Any, workdir
 @pytest.mark.parametrize(("writes", "expect_output", "content"), [("dry-run", "+new line", "old line\n"), ("deny", "writes=deny", "old line\n")])
 async def test_writes_policy(daemon: Any, workdir: Path, writes: str, expect_output: str, content: str) -> None:
     (workdir / "notes.txt").write_text("old line\n")
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
-    configured = await daemon.service.configure(tid, {"writes": writes})
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+    configured = await daemon.ops.configure(tid, {"writes": writes})
     assert configured["config"]["writes"] == writes
     _watch, completed = await run_turn(daemon, tid, patch_call(), shell_call(HEREDOC))
     assert all(expect_output in c["output"] for c in completed), completed
@@ -85,77 +85,77 @@ async def _approval_requested(watch: Watch) -> dict[str, Any]:
 
 
 async def test_approval_always_runs_only_what_was_approved(daemon: Any, workdir: Path) -> None:
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
-    await daemon.service.configure(tid, {"approval": "always"})
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+    await daemon.ops.configure(tid, {"approval": "always"})
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": [shell_call("touch approved")]}, {"calls": [shell_call("touch denied")]}, {"text": "ok"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": [shell_call("touch approved")]}, {"calls": [shell_call("touch denied")]}, {"text": "ok"}]))
         first = await _approval_requested(watch)
         assert first["summary"] == "touch approved" and first["tool"] == "exec_command"
-        assert [p["request_id"] for p in daemon.service.approvals(tid)] == [first["request_id"]]
-        assert daemon.service.respond_approval(first["request_id"], "approve")["decision"] == "approve"
+        assert [p["request_id"] for p in await daemon.ops.approvals(thread_id=tid)] == [first["request_id"]]
+        assert (await daemon.ops.respond_approval(first["request_id"], "approve"))["decision"] == "approve"
         second = await watch.wait_for(lambda e: e.type == "approval.requested" and e.data["request_id"] != first["request_id"])
-        daemon.service.respond_approval(second.data["request_id"], "deny")
+        await daemon.ops.respond_approval(second.data["request_id"], "deny")
         await watch.wait_type("turn.completed")
     assert (workdir / "approved").exists() and not (workdir / "denied").exists()
     resolved = [e.data["decision"] for e in watch.of_type("approval.resolved")]
     assert resolved == ["approve", "deny"]
     outputs = [e.data["output"] for e in watch.of_type("tool.completed")]
     assert "denied" in outputs[1] and "did not run" in outputs[1]
-    assert daemon.service.approvals() == []
+    assert await daemon.ops.approvals() == []
 
 
 async def test_on_write_asks_for_writes_only(daemon: Any, workdir: Path) -> None:
     (workdir / "notes.txt").write_text("old line\n")
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
-    await daemon.service.configure(tid, {"approval": "on-write"})
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+    await daemon.ops.configure(tid, {"approval": "on-write"})
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": [patch_call()]}, {"text": "ok"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": [patch_call()]}, {"text": "ok"}]))
         request = await _approval_requested(watch)
         assert request["tool"] == "apply_patch" and request["summary"] == "update notes.txt"
-        daemon.service.respond_approval(request["request_id"], "approve")
+        await daemon.ops.respond_approval(request["request_id"], "approve")
         await watch.wait_type("turn.completed")
     assert (workdir / "notes.txt").read_text() == "new line\n"
 
 
 async def test_an_unanswered_approval_times_out_as_denied(slow_approvals: Any, workdir: Path) -> None:
     daemon = slow_approvals
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
-    await daemon.service.configure(tid, {"approval": "always"})
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+    await daemon.ops.configure(tid, {"approval": "always"})
     watch, [completed] = await run_turn(daemon, tid, shell_call("touch never"))
     assert "nobody answered" in completed["output"] and not (workdir / "never").exists()
     assert [e.data["decision"] for e in watch.of_type("approval.resolved")] == ["timeout"]
 
 
 async def test_interrupt_cancels_a_pending_approval(daemon: Any, workdir: Path) -> None:
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
-    await daemon.service.configure(tid, {"approval": "always"})
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+    await daemon.ops.configure(tid, {"approval": "always"})
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": [shell_call("touch never")]}, {"text": "ok"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": [shell_call("touch never")]}, {"text": "ok"}]))
         request = await _approval_requested(watch)
-        result = await daemon.service.interrupt(tid)
+        result = await daemon.ops.interrupt(tid)
         assert result["interrupted"] is True
         resolved = await watch.wait_type("approval.resolved")
     assert resolved.data == {"request_id": request["request_id"], "call_id": request["call_id"], "decision": "cancelled"}
-    assert daemon.service.approvals() == [] and not (workdir / "never").exists()
+    assert await daemon.ops.approvals() == [] and not (workdir / "never").exists()
     await check_thread_invariants(daemon, tid)
 
 
 async def test_update_plan_keeps_the_plan_on_the_thread(daemon: Any, workdir: Path) -> None:
     plan = [{"step": "read the code", "status": "completed"}, {"step": "fix the bug", "status": "in_progress"}, {"step": "run tests", "status": "pending"}]
     bad = [{"step": "a", "status": "in_progress"}, {"step": "b", "status": "in_progress"}]
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     calls = [{"name": "update_plan", "arguments": {"explanation": "three steps", "plan": plan}}, {"name": "update_plan", "arguments": {"plan": bad}}]
     watch, completed = await run_turn(daemon, tid, *calls)
     assert [c["output"] for c in completed][0] == "Plan updated"
     assert "at most one step can be in_progress" in completed[1]["output"]
     updated = watch.of_type("plan.updated")
     assert len(updated) == 1 and updated[0].data["steps"] == plan and updated[0].data["explanation"] == "three steps"
-    assert daemon.service.get(tid)["plan"] == {"explanation": "three steps", "steps": plan}
+    assert (await daemon.ops.get_thread(tid))["plan"] == {"explanation": "three steps", "steps": plan}
 
 
 async def test_apply_patch_as_a_freeform_call(daemon: Any, workdir: Path, mock_upstream: Any) -> None:
     (workdir / "notes.txt").write_text("old line\n")
-    tid = (await daemon.service.create(cwd=str(workdir), model="gpt-5.5"))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir), model="gpt-5.5"))["thread_id"]
     _watch, [completed] = await run_turn(daemon, tid, {"name": "apply_patch", "input": PATCH})
     assert completed["ok"] and completed["output"].startswith("Success.")
     assert (workdir / "notes.txt").read_text() == "new line\n"

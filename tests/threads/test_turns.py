@@ -23,10 +23,10 @@ def _user_texts(request: Any) -> list[str]:
 
 
 async def test_plain_reply_turn(daemon: Any, workdir: Any) -> None:
-    thread = await daemon.service.create(cwd=str(workdir))
+    thread = await daemon.ops.create_thread(cwd=str(workdir))
     tid = thread["thread_id"]
     async with Watch(daemon, tid) as watch:
-        ack = await daemon.service.send(tid, "hello there")
+        ack = await daemon.ops.send(tid, "hello there")
         assert ack["disposition"] == "started" and ack["thread_id"] == tid
         done = await watch.wait_type("turn.completed")
     assert done.data["final_text"] == "mock reply to: hello there"
@@ -37,15 +37,15 @@ async def test_plain_reply_turn(daemon: Any, workdir: Any) -> None:
     assert types.index("turn.started") < types.index("input.delivered") < types.index("turn.completed")
     usage = watch.of_type("turn.usage")[0].data
     assert {"input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens"} <= usage.keys()
-    history = await daemon.service.history(tid)
+    history = await daemon.ops.history(tid)
     assert [item["role"] for item in history] == ["user", "assistant"]
-    info = daemon.service.get(tid)
+    info = await daemon.ops.get_thread(tid)
     assert info["state"] == "idle" and info["usage"]["turns"] == 1
     await check_thread_invariants(daemon, tid)
 
 
 async def test_tool_calling_turn(daemon: Any, workdir: Any, mock_upstream: Any) -> None:
-    thread = await daemon.service.create(cwd=str(workdir))
+    thread = await daemon.ops.create_thread(cwd=str(workdir))
     tid = thread["thread_id"]
     script = mock_directive(
         [
@@ -54,7 +54,7 @@ async def test_tool_calling_turn(daemon: Any, workdir: Any, mock_upstream: Any) 
         ]
     )
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, f"run it\n{script}")
+        await daemon.ops.send(tid, f"run it\n{script}")
         await watch.wait_type("turn.completed")
     completed = watch.of_type("tool.completed")[0].data
     assert completed["name"] == "exec_command" and completed["ok"] is True
@@ -82,10 +82,10 @@ async def test_parallel_tool_calls_run_concurrently(daemon: Any, workdir: Any) -
         {"name": "exec_command", "arguments": {"cmd": f"echo from-a > {ab}; cat {ba}"}},
         {"name": "exec_command", "arguments": {"cmd": f"cat {ab}; echo from-b > {ba}"}},
     ]
-    thread = await daemon.service.create(cwd=str(workdir))
+    thread = await daemon.ops.create_thread(cwd=str(workdir))
     tid = thread["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": calls}, {"text": "ok"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": calls}, {"text": "ok"}]))
         await watch.wait_type("turn.completed")
     outputs = " ".join(e.data["output"] for e in watch.of_type("tool.completed"))
     assert "from-a" in outputs and "from-b" in outputs
@@ -99,10 +99,10 @@ async def test_bad_tool_calls_become_outputs(daemon: Any, workdir: Any) -> None:
         {"name": "exec_command", "arguments": "{not json"},
         {"name": "exec_command", "arguments": {"command": "ls"}},
     ]
-    thread = await daemon.service.create(cwd=str(workdir))
+    thread = await daemon.ops.create_thread(cwd=str(workdir))
     tid = thread["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": calls}, {"text": "recovered"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": calls}, {"text": "recovered"}]))
         done = await watch.wait_type("turn.completed")
     assert done.data["final_text"] == "recovered"
     outputs = [e.data["output"] for e in watch.of_type("tool.completed")]
@@ -113,47 +113,47 @@ async def test_bad_tool_calls_become_outputs(daemon: Any, workdir: Any) -> None:
 
 
 async def test_upstream_error_ends_turn_with_error(daemon: Any, workdir: Any) -> None:
-    thread = await daemon.service.create(cwd=str(workdir))
+    thread = await daemon.ops.create_thread(cwd=str(workdir))
     tid = thread["thread_id"]
     step = {"fault": "failed", "code": "context_length_exceeded", "message": "too long"}
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive(step))
+        await daemon.ops.send(tid, mock_directive(step))
         error = await watch.wait_type("turn.error")
         # The thread is usable afterwards.
-        await daemon.service.send(tid, mock_directive({"text": "recovered"}))
+        await daemon.ops.send(tid, mock_directive({"text": "recovered"}))
         await watch.wait_type("turn.completed")
     assert error.data["error"]["code"] == "context_window_exceeded"
-    assert daemon.service.get(tid)["state"] == "idle"
+    assert (await daemon.ops.get_thread(tid))["state"] == "idle"
     await check_thread_invariants(daemon, tid)
 
 
 async def test_config_hot_swap_applies_to_next_request(daemon: Any, workdir: Any, mock_upstream: Any) -> None:
-    thread = await daemon.service.create(cwd=str(workdir), instructions="work in {{cwd}}")
+    thread = await daemon.ops.create_thread(cwd=str(workdir), instructions="work in {{cwd}}")
     tid = thread["thread_id"]
     other = workdir / "other"
     other.mkdir()
-    updated = await daemon.service.configure(tid, {"model": "gpt-5.4", "reasoning": "high", "cwd": str(other), "tools": []})
+    updated = await daemon.ops.configure(tid, {"model": "gpt-5.4", "reasoning": "high", "cwd": str(other), "tools": []})
     assert updated["config"]["model"] == "gpt-5.4" and updated["config"]["tools"] == []
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, "hi")
+        await daemon.ops.send(tid, "hi")
         await watch.wait_type("turn.completed")
     body = mock_upstream.requests[-1].body
     assert body["model"] == "gpt-5.4"
     assert body["reasoning"]["effort"] == "high"
     assert body["instructions"] == f"work in {other}"
     assert body.get("tools", []) == []
-    again = await daemon.service.configure(tid, {"tools": ["exec_command"]})
+    again = await daemon.ops.configure(tid, {"tools": ["exec_command"]})
     assert again["config"]["tools"] == ["exec_command"]
     changed = [e.data["changed"] for e in watch.of_type("thread.configured")]
     assert changed and set(changed[0]) == {"model", "reasoning", "cwd", "tools"}
 
 
 async def test_reasoning_items_round_trip(daemon: Any, workdir: Any, mock_upstream: Any) -> None:
-    thread = await daemon.service.create(cwd=str(workdir))
+    thread = await daemon.ops.create_thread(cwd=str(workdir))
     tid = thread["thread_id"]
     steps = [{"reasoning": "thinking hard", "calls": [{"name": "exec_command", "arguments": {"cmd": "true"}}]}, {"text": "ok"}]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive(steps))
+        await daemon.ops.send(tid, mock_directive(steps))
         await watch.wait_type("turn.completed")
     assert "".join(e.data["delta"] for e in watch.of_type("turn.reasoning_delta")) == "thinking hard"
     second = mock_upstream.requests[-1].body

@@ -18,9 +18,9 @@ async def test_codex_shaped_call_and_report(daemon: Any, workdir: Any, mock_upst
         "sandbox_permissions": "require_escalated",
         "justification": "Do you want to run the tests?",
     }
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": [{"name": "exec_command", "arguments": arguments}]}, {"text": "ok"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": [{"name": "exec_command", "arguments": arguments}]}, {"text": "ok"}]))
         await watch.wait_type("turn.completed")
     completed = watch.of_type("tool.completed")[0].data
     assert completed["ok"] is False and completed["exit_code"] == 4 and completed["session_id"] is None
@@ -33,9 +33,9 @@ async def test_codex_shaped_call_and_report(daemon: Any, workdir: Any, mock_upst
 async def test_running_session_dies_with_the_daemon(daemon: Any, workdir: Any) -> None:
     command, markers = escaping_command(["setsid", "double-fork"], then="sleep 60")
     call = {"name": "exec_command", "arguments": {"cmd": command, "yield_time_ms": 250}}
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": [call]}, {"text": "left it running"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": [call]}, {"text": "left it running"}]))
         await watch.wait_type("turn.completed")
     assert "Process running with session ID" in watch.of_type("tool.completed")[0].data["output"]
     await wait_until(lambda: escaped(markers))
@@ -52,13 +52,13 @@ async def one_turn(daemon: Any, tid: str, steps: list[dict[str, Any]]) -> list[d
     """Run one scripted turn; the ``tool.completed`` data of that turn."""
     async with Watch(daemon, tid) as watch:
         before = watch.last_seq
-        await daemon.service.send(tid, mock_directive(steps))
+        await daemon.ops.send(tid, mock_directive(steps))
         await watch.wait_type("turn.completed", after_seq=before)
     return [e.data for e in watch.of_type("tool.completed") if e.seq > before]
 
 
 async def test_an_interactive_session_across_turns(daemon: Any, workdir: Any, mock_upstream: Any) -> None:
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     started = await one_turn(daemon, tid, [{"calls": [exec_call("python3 -i", tty=True, yield_time_ms=500)]}, {"text": "started"}])
     session = started[0]["session_id"]
     assert isinstance(session, int)
@@ -74,21 +74,21 @@ async def test_an_interactive_session_across_turns(daemon: Any, workdir: Any, mo
 
 async def test_interrupt_kills_what_the_turn_started(daemon: Any, workdir: Any) -> None:
     command, markers = escaping_command(["sh-background", "setsid"], then="sleep 60")
-    tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, mock_directive([{"calls": [exec_call(command, yield_time_ms=30000)]}, {"text": "x"}]))
+        await daemon.ops.send(tid, mock_directive([{"calls": [exec_call(command, yield_time_ms=30000)]}, {"text": "x"}]))
         await watch.wait_type("tool.started")
         await wait_until(lambda: escaped(markers))
-        assert (await daemon.service.interrupt(tid))["interrupted"] is True
+        assert (await daemon.ops.interrupt(tid))["interrupted"] is True
     await wait_until(lambda: not any(processes_with(m) for m in markers))
 
 
 async def test_sessions_left_running_die_when_the_thread_is_paused_or_killed(daemon: Any, workdir: Any) -> None:
     for control in ("pause", "kill"):
         command, markers = escaping_command(["sh-background", "double-fork"], then="sleep 60")
-        tid = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+        tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
         completed = await one_turn(daemon, tid, [{"calls": [exec_call(command, yield_time_ms=250)]}, {"text": "left running"}])
         assert completed[0]["session_id"] is not None
         await wait_until(lambda: escaped(markers))
-        await getattr(daemon.service, control)(tid)
+        await getattr(daemon.ops, control)(tid)
         await wait_until(lambda: not any(processes_with(m) for m in markers))

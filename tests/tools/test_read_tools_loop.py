@@ -20,12 +20,12 @@ pytestmark = pytest.mark.usefixtures("own_git_config")
 
 async def run_turn(daemon: Any, workdir: Path, calls: list[dict[str, Any]]) -> tuple[Watch, dict[str, Any]]:
     """One turn whose first model response makes ``calls``; returns its events and outputs by call_id."""
-    thread = await daemon.service.create(cwd=str(workdir))
+    thread = await daemon.ops.create_thread(cwd=str(workdir))
     tid = thread["thread_id"]
     for index, call in enumerate(calls):
         call.setdefault("call_id", f"call_{index}")
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, "go\n" + mock_directive([{"calls": calls}, {"text": "done"}]))
+        await daemon.ops.send(tid, "go\n" + mock_directive([{"calls": calls}, {"text": "done"}]))
         done = await watch.wait_type("turn.completed")
     assert done.data["final_text"] == "done"
     await check_thread_invariants(daemon, tid)
@@ -147,6 +147,6 @@ async def test_malformed_arguments_become_error_outputs(daemon: Any, workdir: Pa
         assert "crashed" not in output, output
     completed = watch.of_type("tool.completed")
     assert len(completed) == len(MALFORMED) and not any(e.data["ok"] for e in completed)
-    assert daemon.service.get(tid)["state"] == "idle"
+    assert (await daemon.ops.get_thread(tid))["state"] == "idle"
     assert "unknown field(s): detail" in sent[f"call_{len(MALFORMED) - 1}"]
     assert json.dumps(sent)  # everything the model got is plain JSON

@@ -19,23 +19,23 @@ DELTAS = 100_000
 async def _timed_turn(daemon: Any, thread_id: str, count: int) -> float:
     started = time.perf_counter()
     async with Watch(daemon, thread_id) as watch:
-        await daemon.service.send(thread_id, "go\n" + mock_directive({"repeat": {"chunk": "x", "count": count}}))
+        await daemon.ops.send(thread_id, "go\n" + mock_directive({"repeat": {"chunk": "x", "count": count}}))
         await watch.wait_type("turn.completed", timeout=120)
     return time.perf_counter() - started
 
 
 async def test_a_client_that_reads_nothing_neither_slows_a_thread_nor_misses_silently(wired: Any, tmp_path: Any) -> None:
-    baseline_thread = (await wired.service.create(cwd=str(tmp_path)))["thread_id"]
+    baseline_thread = (await wired.ops.create_thread(cwd=str(tmp_path)))["thread_id"]
     baseline = await _timed_turn(wired, baseline_thread, DELTAS)
 
-    tid = (await wired.service.create(cwd=str(tmp_path)))["thread_id"]
+    tid = (await wired.ops.create_thread(cwd=str(tmp_path)))["thread_id"]
     async with raw_connection(wired) as raw:
         await raw.hello(token_of(wired))
         assert (await raw.request("subscribe", {"thread_id": tid, "since": 0}))["ok"]
         with_slow_client = await _timed_turn(wired, tid, DELTAS)  # meanwhile raw reads nothing
         assert with_slow_client < 2 * baseline + 1.0, (baseline, with_slow_client)
 
-        last_seq = wired.service.get(tid)["last_seq"]
+        last_seq = (await wired.ops.get_thread(tid))["last_seq"]
         covered = [(event["seq"], event["seq"]) for event in raw.events]  # replayed before the answer
         gaps = []
         with trio.fail_after(WAIT_S):
@@ -57,7 +57,7 @@ async def test_a_client_that_reads_nothing_neither_slows_a_thread_nor_misses_sil
 
 
 async def test_the_client_library_refills_gaps_so_the_consumer_sees_every_event(wired: Any, tmp_path: Any) -> None:
-    tid = (await wired.service.create(cwd=str(tmp_path)))["thread_id"]
+    tid = (await wired.ops.create_thread(cwd=str(tmp_path)))["thread_id"]
     async with connect(state_dir=wired.settings.state_dir) as client:
         async with client.events(tid, max_queued=50) as stream:
             first = await stream.__anext__()  # subscribed; from now on the consumer lags
@@ -75,7 +75,7 @@ async def test_the_client_library_refills_gaps_so_the_consumer_sees_every_event(
 
 async def test_unresponsive_clients_are_dropped_by_the_heartbeat(tmp_path: Any, mock_upstream: Any, nursery: Any) -> None:
     daemon = await start_daemon(nursery, tmp_path / "state", mock_upstream.base_url, tuning={"heartbeat_s": 0.2})
-    tid = (await daemon.service.create(cwd=str(tmp_path)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(tmp_path)))["thread_id"]
     async with raw_connection(daemon) as raw:
         await raw.hello(token_of(daemon))
         await raw.request("subscribe", {"thread_id": tid, "since": 0})

@@ -99,14 +99,14 @@ async def test_history_and_list_over_the_frame_limit_are_refused_whole_and_serve
             assert "65,536" in refused.value.message and "offset/limit" in refused.value.message
 
         history = await _read_pages(lambda offset: client.history(tid, offset=offset))
-        assert history == await daemon.service.history(tid)
+        assert history == await daemon.ops.history(tid)
         assert len(history) == 10
         two = await client.history(tid, offset=1, limit=2)
         assert two["items"] == history[1:3] and two["next_offset"] == 3 and two["total"] == 10
 
         listed = await _read_pages(lambda offset: client.list_threads(offset=offset))
         assert [thread["thread_id"] for thread in listed] == [thread["thread_id"] for thread in threads]
-        assert listed == daemon.service.list()
+        assert listed == await daemon.ops.list_threads()
 
 
 async def test_event_pages_stop_at_a_byte_budget_and_streams_read_on(small_frames: Any, tmp_path: Path) -> None:

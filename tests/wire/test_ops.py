@@ -10,6 +10,8 @@ import trio
 from trio_websocket import ConnectionClosed
 
 from echsd.wire.client import Client, WireError, connect
+from echsd.ops.threads import ListThreads
+from echsd.router.handlers import NODE
 from tests.helpers import mock_directive
 from tests.wire.helpers import WAIT_S, raw_connection, start_daemon, stop_daemon, tcp_port, token_of
 
@@ -123,10 +125,10 @@ async def test_ops_over_loopback_tcp(wired: Any) -> None:
 
 
 async def test_internal_errors_are_answered_not_dropped(client: Client, wired: Any, monkeypatch: Any) -> None:
-    def broken(*args: Any, **kwargs: Any) -> Any:
+    async def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(wired.service, "list_all", broken)
+    monkeypatch.setitem(NODE, ListThreads, broken)
     with pytest.raises(WireError) as info:
         await client.list_threads()
     assert info.value.code == "internal" and "RuntimeError" in info.value.message
@@ -145,12 +147,12 @@ async def test_frame_level_errors_keep_the_connection_open(wired: Any) -> None:
 
 async def test_oversized_messages_close_the_connection_with_1009(tmp_path: Any, mock_upstream: Any, nursery: Any) -> None:
     daemon = await start_daemon(nursery, tmp_path / "state", mock_upstream.base_url, tcp=False, tuning={"max_message_bytes": 65536})
-    tid = (await daemon.service.create(cwd=str(tmp_path)))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(tmp_path)))["thread_id"]
     async with raw_connection(daemon) as raw:
         await raw.hello(token_of(daemon))
         await raw.send({"id": 2, "op": "thread.send", "params": {"thread_id": tid, "text": "x" * 70_000}})
         with trio.fail_after(WAIT_S), pytest.raises(ConnectionClosed) as info:
             await raw.ws.get_message()
         assert info.value.reason.code == 1009
-    assert daemon.service.get(tid)["last_seq"] == 1  # nothing happened to the thread
+    assert (await daemon.ops.get_thread(tid))["last_seq"] == 1  # nothing happened to the thread
     await stop_daemon(daemon)

@@ -41,7 +41,7 @@ BAD_CONFIGS = [
 
 @pytest.mark.parametrize(("config", "message"), BAD_CONFIGS, ids=[m for _, m in BAD_CONFIGS])
 async def test_bad_config_is_a_bad_request_and_the_thread_lives_on(wired: Any, tmp_path: Path, config: dict[str, Any], message: str) -> None:
-    tid = (await wired.service.create(cwd=str(tmp_path)))["thread_id"]
+    tid = (await wired.ops.create_thread(cwd=str(tmp_path)))["thread_id"]
     async with raw_connection(wired) as raw:
         await raw.hello(token_of(wired))
         answer = await raw.request("thread.configure", {"thread_id": tid, "config": config})
@@ -54,7 +54,7 @@ async def test_bad_config_is_a_bad_request_and_the_thread_lives_on(wired: Any, t
 
 
 async def test_non_string_config_keys_and_deep_frames_are_bad_requests(wired: Any, tmp_path: Path) -> None:
-    tid = (await wired.service.create(cwd=str(tmp_path)))["thread_id"]
+    tid = (await wired.ops.create_thread(cwd=str(tmp_path)))["thread_id"]
     async with raw_connection(wired) as raw:
         await raw.hello(token_of(wired))
         for key in (1, 2.5, b"cwd", None, True):
@@ -85,7 +85,7 @@ async def test_non_string_config_keys_and_deep_frames_are_bad_requests(wired: An
     ],
 )
 async def test_out_of_range_params_are_bad_requests(wired: Any, tmp_path: Path, op: str, params: dict[str, Any], message: str) -> None:
-    tid = (await wired.service.create(cwd=str(tmp_path)))["thread_id"]
+    tid = (await wired.ops.create_thread(cwd=str(tmp_path)))["thread_id"]
     async with raw_connection(wired) as raw:
         await raw.hello(token_of(wired))
         answer = await raw.request(op, {"thread_id": tid, **params})
@@ -104,8 +104,8 @@ def test_limits_are_named_in_the_error() -> None:
 
 
 async def test_subscribe_beyond_the_last_seq_is_refused_and_live_events_flow(wired: Any, tmp_path: Path) -> None:
-    tid = (await wired.service.create(cwd=str(tmp_path)))["thread_id"]
-    last = wired.service.get(tid)["last_seq"]
+    tid = (await wired.ops.create_thread(cwd=str(tmp_path)))["thread_id"]
+    last = (await wired.ops.get_thread(tid))["last_seq"]
     async with raw_connection(wired) as raw:
         await raw.hello(token_of(wired))
         refused = await raw.request("subscribe", {"thread_id": tid, "since": last + 50})
