@@ -22,13 +22,16 @@ class Nodes:
         self.url = url
         self.started: dict[str, Serve] = {}
 
-    def start(self, node_id: str, lease_s: float = LEASE_S) -> Serve:
-        state = self.tmp_path / node_id / "state"
+    def start(self, node_id: str, lease_s: float = LEASE_S, extra: tuple[str, ...] = ()) -> Serve:
+        state = self.state_dir(node_id)
         state.mkdir(parents=True, exist_ok=True)
         (state / "config.toml").write_text(f"[tuning]\nlease_s = {lease_s}\n")
-        serve = Serve(state, "--store", self.url, "--node-id", node_id)
+        serve = Serve(state, "--store", self.url, "--node-id", node_id, *extra)
         self.started[node_id] = serve
         return serve
+
+    def state_dir(self, node_id: str) -> Path:
+        return self.tmp_path / node_id / "state"
 
     def stop_all(self) -> None:
         for serve in self.started.values():
