@@ -18,7 +18,7 @@ runs, text output is capped (head and tail kept, with a marker saying what was c
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Mapping
 
 import trio
 
@@ -26,7 +26,7 @@ from echsd.logs import get_logger
 from echsd.threads.approvals import needs_approval
 from echsd.threads.history import function_call_output
 from echsd.threads.host import TurnHost
-from echsd.threads.callprep import PreparedCall, argument_size, prepare_call, too_large
+from echsd.threads.callprep import PreparedCall, argument_size, prepare_call, raw_arguments, too_large
 from echsd.tools.apply_patch import ApplyPatchTool
 from echsd.tools.apply_patch.shell import ShellPatch
 from echsd.tools.base import Tool, ToolContext, ToolError, ToolResult
@@ -44,22 +44,32 @@ NOT_APPROVED = {
 }
 
 
-async def run_tool_calls(host: TurnHost, calls: list[dict[str, Any]]) -> None:
+async def run_tool_calls(host: TurnHost, calls: list[dict[str, Any]], repeated: Mapping[str, str] | None = None) -> None:
+    """``repeated``: calls renamed because they repeated an earlier call's id (the id they
+    repeated, by their new one): answered with an error, never run."""
     tools = [host.tools.get(str(call.get("name", ""))) for call in calls]
+    repeated = repeated or {}
     if len(calls) > 1 and all(tool is None or tool.spec.parallel_safe for tool in tools):
         async with trio.open_nursery() as nursery:
             for call in calls:
-                nursery.start_soon(_run_one, host, call)
+                nursery.start_soon(_run_one, host, call, repeated)
     else:
         for call in calls:
-            await _run_one(host, call)
+            await _run_one(host, call, repeated)
 
 
-async def _run_one(host: TurnHost, call: dict[str, Any]) -> None:
+async def _run_one(host: TurnHost, call: dict[str, Any], repeated: Mapping[str, str]) -> None:
     name = str(call.get("name", ""))
     call_id = str(call.get("call_id", ""))
     turn_id = host.turn_id
-    prepared = await _prepare(host, call)
+    if call_id in repeated:
+        refusal = (
+            f"error: this call repeated the call_id {repeated[call_id]!r} of an earlier call in the same response, so it "
+            f"did not run; it is listed as {call_id!r}. Give every call its own call_id."
+        )
+        prepared = PreparedCall(name, raw_arguments(call), error=refusal)
+    else:
+        prepared = await _prepare(host, call)
     await host.emit("tool.started", {"turn_id": turn_id, "call_id": call_id, "name": name, "arguments": prepared.display})
     started = time.monotonic()
     result = await _invoke(host, prepared, call_id)

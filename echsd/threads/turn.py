@@ -66,9 +66,9 @@ async def run_turn(host: TurnHost) -> tuple[str, dict[str, str] | None]:
 async def _loop(host: TurnHost) -> None:
     while True:
         await host.deliver_steers()
-        calls = await _fitting_response(host)
+        calls, repeated = await _fitting_response(host)
         if calls:
-            await run_tool_calls(host, calls)
+            await run_tool_calls(host, calls, repeated)
             continue
         if host.settle():  # steers arrived after the last response: answer them in this turn
             continue
@@ -96,7 +96,10 @@ def build_request(host: TurnHost) -> ResponsesRequest:
     )
 
 
-async def _fitting_response(host: TurnHost) -> list[dict[str, Any]]:
+Calls = tuple[list[dict[str, Any]], dict[str, str]]  # a response's calls; renamed repeats -> the call_id they repeated
+
+
+async def _fitting_response(host: TurnHost) -> Calls:
     """One response, compacting first when the context is nearly full, and once more (then
     retrying) when the endpoint says it is too long. At most one compaction per request, so
     a history that cannot shrink fails the turn instead of looping."""
@@ -109,7 +112,7 @@ async def _fitting_response(host: TurnHost) -> list[dict[str, Any]]:
     return await _one_response(host)
 
 
-async def _one_response(host: TurnHost) -> list[dict[str, Any]]:
+async def _one_response(host: TurnHost) -> Calls:
     """One model response (requested again, within one retry budget, if its stream breaks
     after output started); returns its function calls."""
     budget = host.client.retry_budget()
@@ -126,9 +129,14 @@ async def _one_response(host: TurnHost) -> list[dict[str, Any]]:
             host.drop_chain()
 
 
-async def _stream(host: TurnHost, budget: RetryBudget) -> list[dict[str, Any]]:
-    """Stream one response; completed items go to history as they finish."""
+async def _stream(host: TurnHost, budget: RetryBudget) -> Calls:
+    """Stream one response; completed items go to history as they finish. A call that
+    repeats the ``call_id`` of an earlier call of the response (a malformed or hostile
+    response) gets an id of its own, so every call keeps exactly one output; the tool
+    runner answers it with an error instead of running it."""
     calls: list[dict[str, Any]] = []
+    call_ids: set[str] = set()
+    repeated: dict[str, str] = {}
     turn_id = host.turn_id
     emit = host.emit
     partial = host.partial  # the message being streamed, kept if the turn is interrupted
@@ -143,15 +151,33 @@ async def _stream(host: TurnHost, budget: RetryBudget) -> list[dict[str, Any]]:
                 await emit("turn.reasoning_delta", {"turn_id": turn_id, "item_id": event.item_id, "delta": event.delta})
             elif isinstance(event, ItemDone):
                 partial.clear()
-                await host.append_items([event.item])
-                if event.item.get("type") in CALL_TYPES:
-                    calls.append(event.item)
+                item = event.item
+                if item.get("type") in CALL_TYPES:
+                    item = _distinct_call_id(item, call_ids, repeated)
+                    calls.append(item)
+                await host.append_items([item])
             elif isinstance(event, Completed):
                 host.add_usage(event.usage)
                 host.note_response(event.response_id)
             else:
                 await _notice(host, event)
-    return calls
+    return calls, repeated
+
+
+def _distinct_call_id(item: dict[str, Any], seen: set[str], repeated: dict[str, str]) -> dict[str, Any]:
+    """``item``, or a copy under a fresh ``call_id`` if an earlier call of the response has its id."""
+    call_id = str(item.get("call_id", ""))
+    if call_id not in seen:
+        seen.add(call_id)
+        return item
+    number = 2
+    while f"{call_id}~{number}" in seen:
+        number += 1
+    fresh = f"{call_id}~{number}"
+    seen.add(fresh)
+    repeated[fresh] = call_id
+    log.warning("a model response repeated a call_id; the repeat gets its own id and does not run", call_id=call_id, renamed=fresh)
+    return {**item, "call_id": fresh}
 
 
 async def _notice(host: TurnHost, event: Any) -> None:
