@@ -14,9 +14,9 @@ async def test_a_repeated_call_id_is_answered_with_an_error_and_kept_distinct(da
     calls = [
         {"name": "exec_command", "arguments": {"cmd": f"echo run-{n} >> ran.txt"}, "call_id": "call_same"} for n in (1, 2, 3)
     ]
-    thread = (await daemon.service.create(cwd=str(workdir)))["thread_id"]
+    thread = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, thread) as watch:
-        await daemon.service.send(thread, mock_directive([{"calls": calls}, {"text": "done"}]))
+        await daemon.ops.send(thread, mock_directive([{"calls": calls}, {"text": "done"}]))
         await watch.wait_type("turn.completed")
     assert (workdir / "ran.txt").read_text() == "run-1\n"  # the repeats did not run
     completed = {event.data["call_id"]: event.data for event in watch.of_type("tool.completed")}
