@@ -36,6 +36,7 @@ from echsd.tools.sandbox.policy import SandboxPolicy
 log = get_logger(__name__)
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one message from a server (an image or two, base64)
+OFF_LOOP_BYTES = 256 * 1024  # a message this big is parsed in a worker thread
 MAX_STDERR_LINE = 4096  # of a stderr line logged (the rest is cut)
 EXIT_GRACE_S = 1.0  # after stdin closes, before the server's enclosure is killed
 # What a server gets of the daemon's environment (Codex passes the same few).
@@ -127,7 +128,9 @@ async def _read_stdout(process: ContainedProcess, sink: Any, name: str) -> None:
                 await sink.send(ValueError(f"the server wrote {exc}"))
                 return
             for line in complete:
-                if line.strip():
+                if len(line) > OFF_LOOP_BYTES:  # a big message is parsed off the event loop
+                    await sink.send(await trio.to_thread.run_sync(parse_message, line))
+                elif line.strip():
                     await sink.send(parse_message(line))
 
 

@@ -105,5 +105,7 @@ class ToolRegistry:
         config; the default, an empty list, offers none)."""
         found = [self._builtins[name] for name in enabled if name in self._builtins]
         servers = self.mcp_servers(mcp)
-        extra = list(self._mcp.tools(servers)) if servers and self._mcp is not None else []
-        return [*found, *self._own.values(), *extra]
+        if not servers or self._mcp is None:
+            return [*found, *self._own.values()]
+        taken = {*self._builtins, *self._own}  # a client's tool named like an MCP one wins (names must be unique)
+        return [*found, *self._own.values(), *(tool for tool in self._mcp.tools(servers) if tool.spec.name not in taken)]

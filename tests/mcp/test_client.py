@@ -193,3 +193,25 @@ async def test_sub_agents_inherit_or_narrow_the_servers(mcp_daemon: Any, mock_up
     top = (await mcp_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     watch = await run_turn(mcp_daemon, top, [{"calls": [spawn[1]]}, {"text": "ok"}])
     assert watch.of_type("subagent.spawned")[0].data["config"]["mcp"] == ["web"]
+
+
+async def test_a_clients_tool_named_like_an_mcp_tool_is_offered_once(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
+    from echsd.wire.client import connect
+
+    tid = (await mcp_daemon.service.create(cwd=str(workdir)))["thread_id"]
+    async with connect(state_dir=mcp_daemon.settings.state_dir) as client:
+        await client.register_tools(tid, [{"name": "mcp__demo__echo", "description": "the client's own"}])
+        await run_turn(mcp_daemon, tid, [{"text": "ok"}])
+    names = tool_names(mock_upstream.requests[-1].body)
+    assert names.count("mcp__demo__echo") == 1 and len(names) == len(set(names))
+    offered = next(tool for tool in mock_upstream.requests[-1].body["tools"] if tool["name"] == "mcp__demo__echo")
+    assert offered["description"] == "the client's own"
+
+
+async def test_a_large_result_is_read_and_capped_like_any_output(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
+    tid = (await mcp_daemon.service.create(cwd=str(workdir)))["thread_id"]
+    text = "x" * 150_000 + "y" * 150_000  # a 300 KB message from the server: parsed off the event loop
+    watch = await run_turn(mcp_daemon, tid, [{"calls": [call("mcp__demo__echo", text=text)]}, {"text": "ok"}])
+    output = by_name(mock_upstream.requests[-1].body)["mcp__demo__echo"]
+    assert output.startswith("xxxx") and output.endswith("yyyy") and len(output) < 100_000  # head and tail kept
+    assert watch.of_type("tool.completed")[0].data["ok"] is True
