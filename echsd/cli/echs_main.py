@@ -34,6 +34,7 @@ VERBS = {
     "approve": "echsd.cli.echs_approvals:approve",
     "deny": "echsd.cli.echs_approvals:deny",
     "bb": "echsd.cli.echs_bb:bb",
+    "mcp": "echsd.cli.echs_mcp:mcp",
 }
 
 

@@ -111,13 +111,13 @@ class McpSession:
             "up_since": self.up_since,
         }
 
-    def _closing(self) -> None:
-        """The session is over (the server exited, or it is being restarted): calls now wait
-        for the next one while this one is torn down."""
+    def _closing(self, state: str = "backoff") -> None:
+        """The session is over (the server exited, or it is being restarted: ``starting``):
+        calls now wait for the next one while this one is torn down."""
         self._client = None
         self.up_since = None
         if self.state == "ready":
-            self._set("backoff")
+            self._set(state)
 
     def _set(self, state: str) -> None:
         self.state = state
@@ -245,7 +245,7 @@ class McpSession:
             return
         self._kick.set()
         if self._attempt_scope is not None:
-            self._closing()
+            self._closing("starting")
             self._attempt_scope.cancel()
 
     async def ready(self, timeout_s: float) -> Client:
@@ -269,7 +269,7 @@ class McpSession:
         """Before a model request: wait (bounded) for a start under way, and list the tools
         again if the server said they changed. Never raises: a server that is not up keeps
         the tools it last listed."""
-        if self.state == "starting":
+        if self.state in ("starting", "backoff"):  # a start under way or due within the timeout
             try:
                 await self.ready(self.config.startup_timeout_s)
             except ServerDown:

@@ -20,6 +20,7 @@ from echsd.ops.daemon import (
     ToolResult,
     Unsubscribe,
 )
+from echsd.ops.mcp import McpList, McpRestart
 from echsd.ops.threads import (
     Compact,
     Configure,
@@ -64,6 +65,8 @@ WIRE_OPS: tuple[type[Op], ...] = (
     ToolResult,
     ListApprovals,
     RespondApproval,
+    McpList,
+    McpRestart,
 )
 
 __all__ = ["OP_CLASSES", "WIRE_OPS", "Op", "Where", "from_forward", "internal"]

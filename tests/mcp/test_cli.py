@@ -56,3 +56,26 @@ def test_status_counts_the_servers_and_the_servers_stderr_is_logged(served: Serv
     assert "mcp        2 servers: 1 up, 0 down" in human.stdout
     logged = [json.loads(line) for line in served.lines if line.startswith("{")]
     assert any(entry.get("event") == "mcp server stderr" and entry.get("line") == "demo server starting" and entry["level"] == "debug" for entry in logged)
+
+
+def test_echs_mcp_ls_and_restart(served: Serve) -> None:
+    state = served.state_dir
+    listed = echs_json(state, "mcp", "ls")
+    servers = {server["name"]: server for server in listed}  # type: ignore[union-attr]
+    assert set(servers) == {"demo", "off"}
+    demo = servers["demo"]
+    assert demo["state"] == "ready" and demo["transport"] == "stdio" and "echo" in demo["tools"] and demo["last_error"] is None
+    assert servers["off"]["state"] == "disabled" and servers["off"]["tools"] == []
+    human = echs(state, "mcp", "ls")
+    assert human.returncode == 0
+    assert any(line.split()[:3] == ["demo", "ready", "stdio"] for line in human.stdout.splitlines())
+    assert "demo: echo, word_count" in human.stdout
+    before = demo["restarts"]
+    restarted = echs_json(state, "mcp", "restart", "demo")
+    assert restarted["name"] == "demo" and restarted["restarts"] >= before  # type: ignore[index]
+    again = {server["name"]: server for server in echs_json(state, "mcp", "ls")}  # type: ignore[union-attr]
+    assert again["demo"]["state"] == "ready" and again["demo"]["restarts"] == before + 1
+    missing = echs(state, "mcp", "restart", "nope")
+    assert missing.returncode == 1 and "no MCP server 'nope' (known: demo, off)" in missing.stderr
+    disabled = echs(state, "mcp", "restart", "off")
+    assert disabled.returncode == 1 and "disabled" in disabled.stderr

@@ -198,7 +198,7 @@ async def test_sub_agents_inherit_or_narrow_the_servers(mcp_daemon: Any, mock_up
 async def test_a_clients_tool_named_like_an_mcp_tool_is_offered_once(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
     from echsd.wire.client import connect
 
-    tid = (await mcp_daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await mcp_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with connect(state_dir=mcp_daemon.settings.state_dir) as client:
         await client.register_tools(tid, [{"name": "mcp__demo__echo", "description": "the client's own"}])
         await run_turn(mcp_daemon, tid, [{"text": "ok"}])
@@ -209,7 +209,7 @@ async def test_a_clients_tool_named_like_an_mcp_tool_is_offered_once(mcp_daemon:
 
 
 async def test_a_large_result_is_read_and_capped_like_any_output(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
-    tid = (await mcp_daemon.service.create(cwd=str(workdir)))["thread_id"]
+    tid = (await mcp_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     text = "x" * 150_000 + "y" * 150_000  # a 300 KB message from the server: parsed off the event loop
     watch = await run_turn(mcp_daemon, tid, [{"calls": [call("mcp__demo__echo", text=text)]}, {"text": "ok"}])
     output = by_name(mock_upstream.requests[-1].body)["mcp__demo__echo"]
