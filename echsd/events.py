@@ -176,7 +176,7 @@ EVENT_TYPES: dict[str, EventSpec] = {
         {"items_before": "int", "items_after": "int", "reason": "text"},
     ),
     "turn.completed": EventSpec(
-        "The turn ended normally.", {"turn_id": "str", "final_text": "last assistant text (the finish marker %%DONE%% stripped)", "done": "true when the reply ended an autonomous run"}
+        "The turn ended normally.", {"turn_id": "str", "final_text": "last assistant text (a trailing finish marker %%DONE%% cut)", "done": "true when the reply ended an autonomous run"}
     ),
     "turn.interrupted": EventSpec(
         "The turn ended by interrupt, pause, kill or daemon restart.",

@@ -2,24 +2,19 @@
 
 ``thread.send {steps: N}`` (or the thread's ``steps`` config) makes the input the start of
 a run: after each turn that completes, a continuation input is queued ahead of everything
-else, until the model ends a reply with the finish marker, N turns have run, or a turn ends
-any other way (interrupt, pause, kill, error). Each is a turn of its own; ``run.finished``
-says how the run ended. The marker is stripped from what is shown.
+else, until the model ends a reply with the finish marker (``echsd.done_marker``: only a
+trailing one counts), N turns have run, or a turn ends any other way (interrupt, pause,
+kill, error). Each is a turn of its own; ``run.finished`` says how the run ended. The
+marker is cut from the turn's final text (and clients cut it from what they show).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-DONE_MARKER = "%%DONE%%"
+from echsd.done_marker import DONE_MARKER
+
 MAX_STEPS = 100
-
-
-def strip_marker(text: str) -> tuple[str, bool]:
-    """The text without the finish marker, and whether it was there."""
-    if DONE_MARKER not in text:
-        return text, False
-    return text.replace(DONE_MARKER, "").rstrip(), True
 
 
 def instructions_note(run: dict[str, Any]) -> str:

@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from echsd.codex import strip_reasoning_items
+from echsd.done_marker import split_done
 from echsd.store import ops
 from echsd.ids import new_input_id
-from echsd.threads.autorun import continuation_text, end_reason, strip_marker
+from echsd.threads.autorun import continuation_text, end_reason
 from echsd.threads.effects import USAGE_KEYS, Effects, TurnEnd
 from echsd.threads.history import interrupted_reply
 from echsd.threads.inputs import PendingInput
@@ -135,7 +136,7 @@ class TurnDecisions:
         for key in (*USAGE_KEYS, "cost_usd"):
             self.usage[key] = self.usage.get(key, 0) + turn.usage[key]
         fx.emit("turn.usage", {"turn_id": turn.turn_id, **turn.usage})
-        final_text, done = strip_marker(turn.final_text)
+        final_text, done = split_done(turn.final_text)
         if status == "completed":
             fx.emit("turn.completed", {"turn_id": turn.turn_id, "final_text": final_text, **({"done": True} if done else {})})
         elif status == "interrupted":
