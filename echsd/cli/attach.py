@@ -165,6 +165,9 @@ class Attached:
                 return
 
     def _show(self, event: dict[str, Any]) -> None:
+        from echsd.cli.render import terminal_safe
+
+        event = terminal_safe(event)  # model and tool text, names too: never a control sequence
         self.status.feed(event)
         self.out(self.view.feed(event))
         if event.get("event") in ("thread.state", "approval.requested", "approval.resolved", "turn.started"):

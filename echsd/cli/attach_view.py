@@ -14,6 +14,7 @@ from typing import Any, Callable
 from echsd.cli.render import Style, clip_lines, duration, one_line, printable, tokens
 from echsd.cli.render_events import deleted_text, killed_text, summary, waiting_text
 from echsd.cli.render_history import arguments_summary, content_text
+from echsd.done_marker import MarkerHold, split_done
 
 
 class LineCutter:
@@ -43,13 +44,6 @@ class LineCutter:
                 return lines
             lines.append(self._line(line))
 
-    def partial(self) -> str:
-        """The streamed line not complete yet (shown live in the status line), with its label."""
-        for cutter in (self._reasoning, self._text, *self._tools.values()):
-            if cutter is not None and cutter.pending:
-                return f"{cutter.first[0].strip()} {cutter.pending}"
-        return ""
-
     def flush(self) -> list[str]:
         if not self.pending:
             return []
@@ -68,6 +62,7 @@ class AttachView:
         self.width = width
         self.state: str | None = None
         self._text: LineCutter | None = None  # the assistant message being streamed
+        self._marker = MarkerHold()  # ... holding back what may be its finish marker
         self._reasoning: LineCutter | None = None
         self._tools: dict[str, LineCutter] = {}  # call_id -> its streamed output
         self._streamed_tools: set[str] = set()
@@ -85,6 +80,8 @@ class AttachView:
 
     def _flush_text(self) -> list[str]:
         lines = []
+        if self._text is not None:
+            lines.extend(self._text.add(self._marker.end()))
         for cutter in (self._reasoning, self._text):
             if cutter is not None:
                 lines.extend(cutter.flush())
@@ -148,7 +145,8 @@ class AttachView:
             self._reasoning = None
         if self._text is None:
             self._text = self._cutter(self._label("assistant › ", fg="green", bold=True))
-        return lines + self._text.add(text)
+            self._marker = MarkerHold()
+        return lines + self._text.add(self._marker.feed(text))
 
     def _tool_output(self, data: dict[str, Any]) -> list[str]:
         call_id = str(data.get("call_id"))
@@ -164,7 +162,7 @@ class AttachView:
         if kind == "message" and role == "assistant":
             if self._text is not None:
                 return self._flush_text()  # its deltas were shown
-            return self._whole(self._label("assistant › ", fg="green", bold=True), content_text(item))
+            return self._whole(self._label("assistant › ", fg="green", bold=True), split_done(content_text(item))[0])
         if kind == "reasoning":
             if self._reasoning is not None:
                 lines = self._reasoning.flush()

@@ -74,7 +74,15 @@ def get(ctx: click.Context, key: str) -> None:
 
     async def action(client: Client) -> None:
         entry = await answered(client.blackboard_get(key))
-        echo_json(entry) if options.json else click.echo(dumps(entry["value"], pretty=True))
+        if options.json:
+            echo_json(entry)
+            return
+        text = dumps(entry["value"], pretty=True)
+        if sys.stdout.isatty():  # a value a model wrote: no control sequence reaches the terminal
+            from echsd.cli.render import printable
+
+            text = printable(text)
+        click.echo(text)
 
     run(ctx, action)
 
@@ -120,7 +128,7 @@ def ls(ctx: click.Context, prefix: str) -> None:
         if not entries:
             click.echo("no entries" + (f" under {prefix!r}" if prefix else ""))
             return
-        rows = [[e["key"], str(e["version"]), e["writer"] or "-", ago(e["updated_at"]), one_line(dumps(e["value"]), 60)] for e in entries]
+        rows = [[one_line(e["key"], 10**6), str(e["version"]), e["writer"] or "-", ago(e["updated_at"]), one_line(dumps(e["value"]), 60)] for e in entries]
         click.echo("\n".join(table(["KEY", "VERSION", "WRITER", "UPDATED", "VALUE"], rows, Style(options.color))), color=options.color)
 
     run(ctx, action)

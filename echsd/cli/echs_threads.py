@@ -137,19 +137,42 @@ def show(ctx: click.Context, thread_id: str) -> None:
     options = options_of(ctx)
 
     async def action(client: Client) -> None:
-        _print_thread(options, await client.get_thread(await resolve_thread(client, thread_id)))
+        thread = await client.get_thread(await resolve_thread(client, thread_id))
+        kinds = {} if options.json else await _agent_types(client, thread.get("children") or [])
+        _print_thread(options, thread, kinds)
 
     run(ctx, action)
 
 
-def _print_thread(options: EchsOptions, thread: dict[str, Any]) -> None:
+SHOWN_CHILD_TYPES = 50  # children looked up for their agent type (the rest are listed by id)
+
+
+async def _agent_types(client: Client, children: list[str]) -> dict[str, str]:
+    """Each (of the first few) children's agent type, for ``show``'s list of children."""
+    from echsd.wire.errors import WireError
+
+    kinds: dict[str, str] = {}
+    for child in children[:SHOWN_CHILD_TYPES]:
+        try:
+            kind = (await client.get_thread(child)).get("agent_type")
+        except WireError as exc:
+            if exc.code != "not_found":  # (deleted meanwhile)
+                raise
+            continue
+        if kind:
+            kinds[child] = str(kind)
+    return kinds
+
+
+def _print_thread(options: EchsOptions, thread: dict[str, Any], agent_types: dict[str, str] | None = None) -> None:
     if options.json:
         echo_json(thread)
         return
     from echsd.cli.render import Style
     from echsd.cli.render_thread import thread_lines
 
-    click.echo("\n".join(thread_lines(thread, Style(options.color), width=output_width())), color=options.color)
+    lines = thread_lines(thread, Style(options.color), width=output_width(), agent_types=agent_types)
+    click.echo("\n".join(lines), color=options.color)
 
 
 def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:

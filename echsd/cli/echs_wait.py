@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 TERMINAL = {"turn.completed": EXIT_OK, "turn.interrupted": EXIT_INTERRUPTED, "turn.error": EXIT_TURN_ERROR}
 RUN_EXITS = {"done": EXIT_OK, "steps": EXIT_OK, "error": EXIT_TURN_ERROR}  # any other end: interrupted
 INTERRUPT_GRACE_S = 10.0
+TICK_S = 0.2  # a status line's redraw period (its spinner and clock)
 
 
 def exit_code(watch: TurnWatch) -> int:
@@ -45,9 +46,11 @@ async def wait_for_turn(
     show: Callable[[dict[str, Any]], None],
     note: Callable[[str], None],
     aside: Callable[[dict[str, Any]], None] = lambda event: None,
+    tick: Callable[[], None] | None = None,
 ) -> int:
     """Follow the events after ``since`` until ``watch`` is done; returns the exit code.
-    Events of our turn go to ``show``, the thread's others to ``aside``.
+    Events of our turn go to ``show``, the thread's others to ``aside``; ``tick`` is called
+    every ``TICK_S`` meanwhile (a status line's redraw).
 
     Ctrl-C interrupts our turn (once it has started) and keeps waiting for its end; a
     second Ctrl-C, or one before the input was delivered, stops waiting (exit 3).
@@ -76,6 +79,8 @@ async def wait_for_turn(
                     nursery.cancel_scope.deadline = trio.current_time() + INTERRUPT_GRACE_S
 
             nursery.start_soon(on_ctrl_c)
+            if tick is not None:
+                nursery.start_soon(_ticking, tick)
             async with client.events(thread_id, since=since, reconnect=False) as stream:
                 async for event in stream:
                     if watch.accept(event):
@@ -88,3 +93,11 @@ async def wait_for_turn(
     if not watch.done:
         return EXIT_INTERRUPTED if stopped else EXIT_FAILED
     return exit_code(watch)
+
+
+async def _ticking(tick: Callable[[], None]) -> None:
+    import trio
+
+    while True:
+        await trio.sleep(TICK_S)  # a periodic redraw, not a wait for something
+        tick()

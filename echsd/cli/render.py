@@ -13,15 +13,34 @@ import click
 
 MIN_LAST_COLUMN = 8
 STATE_COLORS = {"running": "green", "idle": "cyan", "paused": "yellow", "killed": "red"}
-# Escape sequences (CSI, OSC, two-byte) and the other control characters but tab and newline.
-_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])|[\x00-\x08\x0b-\x1f\x7f]")
+# Escape sequences (CSI, OSC and the other strings, two-byte), their 8-bit (C1) forms, the
+# other control characters but tab and newline, and the bidirectional overrides (which
+# make a terminal show text in another order than it reads, e.g. in a command to approve).
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI: cursor moves, erasing, colours, modes
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC/DCS/...: titles, clipboard (an unended one: to the line's end)
+    r"|\x1b[ -/]*[0-~]?"  # other escapes (and a lone ESC)
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def printable(text: str) -> str:
     """Model and tool text made safe for a terminal: escape sequences and control
-    characters (which could move the cursor, retitle or reprogram the terminal) are
-    dropped; carriage returns (progress bars) become newlines."""
+    characters (which could move the cursor, retitle the window, write the clipboard, ring
+    the bell or reprogram the terminal) are dropped, so are bidirectional overrides;
+    carriage returns (progress bars) become newlines, so nothing overwrites a line."""
     return _ESCAPES.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def terminal_safe(value: Any) -> Any:
+    """``value`` (an event's data: maps, lists, strings) with every string ``printable``."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {key: terminal_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [terminal_safe(item) for item in value]
+    return value
 
 
 @dataclass(frozen=True)
@@ -163,6 +182,17 @@ def clip_lines(text: str, max_lines: int = 12, max_chars: int = 2000) -> list[st
     if hidden > 0 or cut:
         shown.append(f"… ({hidden} more line{'s' if hidden != 1 else ''}, {len(text)} chars in all)")
     return shown
+
+
+def head_and_tail(text: str, head: int = 10, tail: int = 4, width: int = 200) -> list[str]:
+    """A long text's first and last lines with a marker saying how many lie between (a
+    patch reads best by its file headers and its end), each line cut to ``width``."""
+    lines = printable(str(text)).splitlines() or [""]
+    cut = [line if len(line) <= width else line[: width - 1] + "…" for line in lines]
+    if len(cut) <= head + tail + 1:
+        return cut
+    hidden = len(cut) - head - tail
+    return [*cut[:head], f"… ({hidden} more lines)", *cut[-tail:]]
 
 
 def tokens(count: int | None) -> str:

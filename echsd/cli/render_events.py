@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from echsd.cli.render import Style, clock, one_line
+from echsd.cli.render import Style, clock, one_line, printable
 from echsd.cli.render_history import arguments_summary, content_text, output_text
 
 TYPE_COLORS = {
@@ -32,8 +32,10 @@ def summary(event: dict[str, Any]) -> str:
             return f"{item.get('role')}: {one_line(content_text(item), 100)}"
         if item.get("type") == "function_call":
             return f"function_call {item.get('name')}({arguments_summary(item.get('arguments'), 80)})"
-        if item.get("type") == "function_call_output":
-            return f"function_call_output {item.get('call_id')}: {one_line(output_text(item), 80)}"
+        if item.get("type") == "custom_tool_call":
+            return f"custom_tool_call {item.get('name')}: {one_line(str(item.get('input') or ''), 80)}"
+        if item.get("type") in ("function_call_output", "custom_tool_call_output"):
+            return f"{item.get('type')} {item.get('call_id')}: {one_line(output_text(item), 80)}"
         return str(item.get("type"))
     if kind == "tool.started":
         return f"{data.get('name')}({arguments_summary(data.get('arguments'), 80)}) {data.get('call_id')}"
@@ -89,4 +91,4 @@ def event_line(event: dict[str, Any], style: Style) -> str:
     kind = str(event.get("event"))
     stamp = clock(float(event["ts"])) if event.get("ts") else "--:--:--"
     label = style(kind.ljust(20), fg=TYPE_COLORS.get(kind))
-    return f"{style.dim(str(event.get('seq')).rjust(6))} {style.dim(stamp)} {label} {summary(event)}"
+    return f"{style.dim(str(event.get('seq')).rjust(6))} {style.dim(stamp)} {label} {printable(summary(event))}"

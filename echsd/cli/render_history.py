@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from echsd.cli.render import Style, clip_lines, one_line, printable
+from echsd.cli.render import Style, clip_lines, head_and_tail, one_line, printable
+from echsd.done_marker import split_done
 
 
 def content_text(item: dict[str, Any]) -> str:
@@ -32,6 +33,24 @@ def output_text(item: dict[str, Any]) -> str:
     return json.dumps(output, ensure_ascii=False)
 
 
+def call_text(item: dict[str, Any]) -> str | None:
+    """The text a call carries as a whole (a patch: a freeform call's ``input``, or the
+    ``input`` argument of apply_patch as a function), or None for ordinary arguments."""
+    if item.get("type") == "custom_tool_call":
+        return str(item.get("input") or "")
+    if item.get("name") != "apply_patch":
+        return None
+    arguments = item.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return arguments
+    if isinstance(arguments, dict) and isinstance(arguments.get("input"), str):
+        return str(arguments["input"])
+    return None
+
+
 def arguments_summary(arguments: Any, limit: int = 100) -> str:
     """Tool call arguments on one line: ``cmd="ls -la", yield_time_ms=500``."""
     if isinstance(arguments, str):
@@ -50,17 +69,23 @@ def item_lines(item: dict[str, Any], style: Style, *, max_lines: int = 12) -> li
     if kind == "message":
         role = str(item.get("role", "?"))
         color = {"user": "cyan", "assistant": "green"}.get(role, "magenta")
-        body = printable(content_text(item)).splitlines() or [""]
+        text = content_text(item)
+        body = printable(split_done(text)[0] if role == "assistant" else text).splitlines() or [""]
         return [style(f"{role} ›", fg=color, bold=True), *(f"  {line}" for line in body)]
     if kind == "reasoning":
         text = content_text(item)
         if not text:
             return [style.dim("reasoning ›  (no summary)")]
         return [style.dim("reasoning ›"), *(style.dim(f"  {line}") for line in printable(text).splitlines())]
-    if kind == "function_call":
-        call = f"{item.get('name')}({arguments_summary(item.get('arguments'))})"
-        return [style("call ›", fg="yellow", bold=True) + f" {call}" + style.dim(f"  [{item.get('call_id')}]")]
-    if kind == "function_call_output":
+    if kind in ("function_call", "custom_tool_call"):
+        name = one_line(str(item.get("name")), 80)
+        text = call_text(item)
+        if text is None:
+            call = f"{name}({arguments_summary(item.get('arguments'))})"
+            return [style("call ›", fg="yellow", bold=True) + f" {call}" + style.dim(f"  [{item.get('call_id')}]")]
+        header = style("call ›", fg="yellow", bold=True) + f" {name}" + style.dim(f"  [{item.get('call_id')}]")
+        return [header, *(f"  {line}" for line in head_and_tail(text))]
+    if kind in ("function_call_output", "custom_tool_call_output"):
         lines = clip_lines(output_text(item), max_lines=max_lines)
         return [style("output ›", fg="yellow") + style.dim(f"  [{item.get('call_id')}]"), *(f"  {line}" for line in lines)]
     if kind == "compaction":

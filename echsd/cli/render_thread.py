@@ -134,10 +134,12 @@ def rate_limit_line(limit: dict[str, Any]) -> str:
     return ", ".join(parts) or "reported"
 
 
-def thread_lines(thread: dict[str, Any], style: Style, width: int | None = None) -> list[str]:
+def thread_lines(thread: dict[str, Any], style: Style, width: int | None = None, agent_types: dict[str, str] | None = None) -> list[str]:
+    """``echs show``; ``agent_types``: the children's (``spawn_agent``'s presets), by id."""
     config = thread.get("config") or {}
     instructions = str(config.get("instructions", ""))
-    children = thread.get("children") or []
+    children = [f"{child} ({(agent_types or {})[child]})" if (agent_types or {}).get(child) else child for child in thread.get("children") or []]
+    steps = int(config.get("steps") or 1)
     room = max(20, (width or 10**6) - len(LABEL))  # what a value may take after its label
 
     def value(text: str, limit: int = room) -> str:
@@ -148,12 +150,15 @@ def thread_lines(thread: dict[str, Any], style: Style, width: int | None = None)
         f"{style.bold(str(thread.get('thread_id')))}  {style.state(str(thread.get('state')))}",
         f"  created       {when(thread.get('created_at'))}",
         f"  parent        {thread.get('parent') or '-'}",
+        *([f"  agent type    {value(str(thread['agent_type']))}"] if thread.get("agent_type") else []),
         *([f"  node          {thread['node']}"] if thread.get("node") else []),
         f"  children      {value(', '.join(children)) if children else '-'}",
         f"  cwd           {clip_left(short_path(str(config.get('cwd', '-'))), room)}",
         f"  model         {value(str(config.get('model', '-')) + '  (reasoning ' + str(config.get('reasoning', '-')) + ')')}",
         f"  tools         {value(', '.join(config.get('tools') or []) or '-')}",
         f"  policy        {value('writes ' + str(config.get('writes', 'allow')) + ', approval ' + str(config.get('approval', 'never')))}",
+        f"  steps         {'1 turn per input' if steps == 1 else f'up to {steps} turns per input (an autonomous run)'}",
+        f"  chain         {'on (previous_response_id: only new items are sent)' if config.get('chain') else 'off'}",
         f"  instructions  {value(instructions, min(60, max(10, room - len(size))))}" + style.dim(size),
         f"  queued        {thread.get('queued', 0)}",
         f"  usage         {value(usage_line(thread.get('usage') or {}))}",

@@ -68,6 +68,19 @@ class BlockingClient(RequestHelpers):
             raise WireError("unavailable", f"cannot reach the daemon at {target}: {reason} (is `echsd serve` running?)") from None
         return sock
 
+    @property
+    def connected(self) -> bool:
+        return self._sock is not None and self._closed_because is None
+
+    async def reconnect(self, timeout: float | None = None) -> None:
+        """A new connection in place of a lost one (one attempt; ``timeout``: per answer)."""
+        self.close()
+        self._ws = WSConnection(ConnectionType.CLIENT)
+        self._parts, self._messages, self._closed_because = [], [], None
+        if timeout is not None:
+            self._timeout = timeout
+        self.open()
+
     def close(self) -> None:
         if self._sock is None:
             return

@@ -220,3 +220,32 @@ class Tmux:
 
     def close(self) -> None:
         subprocess.run([self.tmux, "-S", self.socket, "kill-server"], capture_output=True, timeout=WAIT_S)
+
+
+def run_in_pty(args: list[str], env: dict[str, str], *, stderr_too: bool = True) -> tuple[int, bytes, bytes]:
+    """Run a command with a real terminal (a pty) as stdout (and stderr, unless
+    ``stderr_too`` is False: then a pipe); (exit code, the terminal's bytes, stderr's)."""
+    import pty
+
+    master, slave = pty.openpty()
+    process = subprocess.Popen(
+        args, env=env, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave if stderr_too else subprocess.PIPE
+    )
+    os.close(slave)
+    import select
+
+    screen = b""
+    deadline = time.monotonic() + WAIT_S * 2
+    while time.monotonic() < deadline:
+        if not select.select([master], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            break
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: every writer closed the terminal
+            break
+        if not chunk:
+            break
+        screen += chunk
+    os.close(master)
+    err = process.stderr.read() if process.stderr is not None else b""
+    return process.wait(WAIT_S), screen, err

@@ -114,6 +114,8 @@ def test_line_cutter_wraps_long_lines_at_spaces() -> None:
 
 def test_printable_and_clip() -> None:
     assert printable("\x1b]0;pwned\x07ok\x1b[2J\r\n") == "ok\n"
+    assert printable("a\x9b31mb\x9d2;t\x9cc\u202ed\x1bPq\x1b\\e\x1b(Bf") == "abcdef"  # 8-bit forms, bidi, DCS, charset
+    assert printable("x\x1b]52;c;unended\nnext") == "x\nnext"  # an unended string stops at the line's end
     assert clip_lines("\n".join(str(i) for i in range(20)), max_lines=3) == ["0", "1", "2", "… (17 more lines, 49 chars in all)"]
     assert clip_lines("a\nb\nc\nd", max_lines=3) == ["a", "b", "c", "d"]  # a marker would hide just one line
     assert clip_lines("a\nb\nc\nd\ne", max_lines=3) == ["a", "b", "c", "… (2 more lines, 9 chars in all)"]
@@ -152,3 +154,13 @@ def test_turn_status_line() -> None:
     assert "waiting to run: 50 sub-agent turns are running" in status.line(112.0, "", 120)  # type: ignore[operator]
     status.feed(event("turn.completed", turn_id="t"))
     assert status.line(113.0, "", 80) is None
+
+
+def test_a_freeform_call_shows_its_input_as_text() -> None:
+    from echsd.cli.render_history import item_lines
+
+    patch = "*** Begin Patch\n*** Delete File: old.txt\n*** End Patch"
+    call = {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c1", "input": patch}
+    assert item_lines(call, PLAIN) == ["call › apply_patch  [c1]", "  *** Begin Patch", "  *** Delete File: old.txt", "  *** End Patch"]
+    result = {"type": "custom_tool_call_output", "call_id": "c1", "output": "Success. Deleted old.txt"}
+    assert item_lines(result, PLAIN) == ["output ›  [c1]", "  Success. Deleted old.txt"]

@@ -10,6 +10,7 @@ from pathlib import Path
 from PIL import Image
 
 from tests.cli.helpers import echs, json_lines, new_thread
+from tests.helpers import mock_directive
 
 
 def _history(state: Path, tid: str) -> list[dict]:
@@ -50,18 +51,34 @@ def test_bad_files_are_usage_errors_naming_the_file(state: Path, tmp_path: Path)
 
 def test_steps_wait_for_the_whole_run(state: Path) -> None:
     tid = new_thread(state)
-    # The built-in mock echoes each continuation, which names the finish marker: the run
-    # ends as done at its second turn.
+    # The built-in mock echoes each continuation, which names the finish marker in its
+    # middle: that is no finish, so the run uses all its steps.
     result = echs(state, "send", tid, "work on it", "--steps", "3", "--wait", "--json")
     assert result.returncode == 0, result.stderr
     events = json_lines(result.stdout)
     assert events[-1]["event"] == "run.finished"
-    assert events[-1]["data"]["turns"] == 2 and events[-1]["data"]["reason"] == "done"
-    assert [e["event"] for e in events].count("turn.completed") == 2
+    assert events[-1]["data"]["turns"] == 3 and events[-1]["data"]["reason"] == "steps"
+    assert [e["event"] for e in events].count("turn.completed") == 3
     human = echs(state, "send", tid, "again", "--steps", "2", "--wait")
     assert human.returncode == 0, human.stderr
     assert "mock reply to: again" in human.stdout and "autonomous turn 2 of 2" in human.stdout
-    assert "autonomous run finished after 2 turns" in human.stderr
+    assert "autonomous run finished after 2 turns (its --steps were used up)" in human.stderr
+
+
+def test_a_trailing_finish_marker_ends_the_run_and_is_never_shown(state: Path) -> None:
+    tid = new_thread(state)
+    finished = mock_directive({"text": "all of it is finished\n\n%%DONE%%\n", "deltas": 9})
+    human = echs(state, "send", tid, finished, "--steps", "5", "--wait")
+    assert human.returncode == 0, human.stderr
+    assert human.stdout == "all of it is finished\n"  # streamed in 9 deltas, the marker held back and cut
+    assert "autonomous run finished after 1 turn (the model said it was done)" in human.stderr
+    result = echs(state, "send", tid, finished, "--steps", "5", "--wait", "--json")
+    events = json_lines(result.stdout)
+    completed = [e["data"] for e in events if e["event"] == "turn.completed"]
+    assert [c["final_text"] for c in completed] == ["all of it is finished"] and completed[0]["done"] is True
+    assert events[-1]["data"]["reason"] == "done"
+    blocks = echs(state, "history", tid).stdout.split("assistant ›\n")[1:]  # (the user's messages name it)
+    assert [block.split("user ›")[0] for block in blocks] == ["  all of it is finished\n"] * 2
 
 
 def test_steps_is_checked_and_cannot_steer(state: Path) -> None:
