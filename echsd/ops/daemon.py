@@ -25,8 +25,8 @@ from echsd.wire.params import (
     THREAD_OR_ALL,
     TOKEN,
 )
-from echsd.ops.threads import PAGE_LIMIT, PAGE_OFFSET, THE_THREAD
 
+THE_THREAD, PAGE_OFFSET, PAGE_LIMIT = ex.THE_THREAD, ex.PAGE_OFFSET, ex.PAGE_LIMIT
 KEY = "the blackboard key (no control characters)"
 IF_VERSION = "only if the key is at this version now; `0`: only if it is absent (create only)"
 

@@ -1,7 +1,13 @@
-"""Example values the protocol reference shows (``docs/protocol.md``); tests send them."""
+"""Example values and shared wording the protocol reference shows (``docs/protocol.md``);
+tests send the examples."""
 
 from __future__ import annotations
 
+from echsd.wire.params import MAX_PAGE
+
+THE_THREAD = "the thread"
+PAGE_OFFSET = "page: skip this many (default 0)"
+PAGE_LIMIT = f"page: at most this many (default and maximum {MAX_PAGE:,})"
 TID = "thr_0123456789abcdef"
 CHILD = "thr_1111111111111111"
 CONFIG = {

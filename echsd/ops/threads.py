@@ -17,7 +17,6 @@ from echsd.wire.params import (
     CONFIG,
     CONFIG_PARAMS,
     COUNT,
-    MAX_PAGE,
     MESSAGE,
     NAME,
     OFFSET,
@@ -28,9 +27,7 @@ from echsd.wire.params import (
     THREAD_ID,
 )
 
-THE_THREAD = "the thread"
-PAGE_OFFSET = "page: skip this many (default 0)"
-PAGE_LIMIT = f"page: at most this many (default and maximum {MAX_PAGE:,})"
+THE_THREAD, PAGE_OFFSET, PAGE_LIMIT = ex.THE_THREAD, ex.PAGE_OFFSET, ex.PAGE_LIMIT
 
 
 @op(
