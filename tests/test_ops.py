@@ -25,13 +25,13 @@ def handlers_of(cls: type[Op]) -> list[str]:
     return [name for name, table in (("node", NODE), ("actor", ACTOR), ("core", DECISIONS)) if cls in table]
 
 
-@pytest.mark.parametrize("cls", sorted(OP_CLASSES.values(), key=lambda c: c.name), ids=lambda c: c.name)
+@pytest.mark.parametrize("cls", sorted(OP_CLASSES.values(), key=lambda c: c.op_name), ids=lambda c: c.op_name)
 def test_every_op_has_exactly_one_handler(cls: type[Op]) -> None:
     found = handlers_of(cls)
     if cls.where is Where.CONNECTION:
-        assert found == [], f"{cls.name} is the connection's, yet has {found}"
+        assert found == [], f"{cls.op_name} is the connection's, yet has {found}"
     else:
-        assert len(found) == 1, f"{cls.name}: {found or 'no handler'}"
+        assert len(found) == 1, f"{cls.op_name}: {found or 'no handler'}"
 
 
 def test_the_check_sees_an_op_without_a_handler() -> None:
@@ -56,10 +56,10 @@ def example_ops() -> list[Op]:
     return made
 
 
-@pytest.mark.parametrize("value", example_ops(), ids=lambda v: v.name)
+@pytest.mark.parametrize("value", example_ops(), ids=lambda v: v.op_name)
 def test_the_forwarding_form_round_trips(value: Op) -> None:
     name, text = value.forward_form()
-    assert name == value.name
+    assert name == value.op_name
     assert from_forward(name, text) == value
 
 

@@ -231,7 +231,7 @@ class ClusterNode:
             except NotFound:
                 pass
             except EchsError as exc:
-                log.warning("cluster_ask_failed", node=node, op=op.name, error=exc.message)
+                log.warning("cluster_ask_failed", node=node, op=op.op_name, error=exc.message)
                 refusals.append(exc)
 
         async with trio.open_nursery() as nursery:

@@ -104,7 +104,7 @@ class Op:
 
     __slots__ = ()
 
-    name: ClassVar[str]
+    op_name: ClassVar[str]  # as the wire names it, e.g. "thread.send" (not ``name``: a param may be)
     where: ClassVar[Where]
     summary: ClassVar[str]
     params: ClassVar[tuple[Param, ...]]  # on the wire, in order (a ``spread`` field's first)
@@ -129,19 +129,19 @@ class Op:
         if gathered is not None:
             unknown = sorted(str(k) for k in gathered if k not in self.by_name or k == spread)
             if unknown:
-                raise ParamsError(f"unknown param(s) for {self.name}: {', '.join(unknown)}")
-        for spec in self.params:
-            if spread is not None and spec.name not in self.own:
-                value = (gathered or {}).get(spec.name)
+                raise ParamsError(f"unknown param(s) for {self.op_name}: {', '.join(unknown)}")
+        for each in self.params:
+            if spread is not None and each.name not in self.own:
+                value = (gathered or {}).get(each.name)
             else:
-                value = getattr(self, spec.name)
-            if value is None and not (spec.nullable and spec.required):
-                if spec.required:
-                    raise ParamsError(f"missing param '{spec.name}'")
-                continue
+                value = getattr(self, each.name)
+            if value is None:
+                if each.required and not each.nullable:
+                    raise ParamsError(f"missing param '{each.name}'")
+                continue  # not given, or a null that is a value (nothing to check)
             if nesting_depth(value) > MAX_DEPTH:
-                raise ParamsError(f"param '{spec.name}' nests maps/arrays more than {MAX_DEPTH} levels deep")
-            spec.check(value)
+                raise ParamsError(f"param '{each.name}' nests maps/arrays more than {MAX_DEPTH} levels deep")
+            each.check(value)
 
     # ---- where --------------------------------------------------------------------------
 
@@ -161,7 +161,7 @@ class Op:
     @classmethod
     def merge(cls, parts: list[Any]) -> Any:
         """``EVERY`` ops: one answer from every node's (this node's first)."""
-        raise NotImplementedError(f"{cls.name} runs on one node")
+        raise NotImplementedError(f"{cls.op_name} runs on one node")
 
     # ---- from the wire ------------------------------------------------------------------
 
@@ -170,21 +170,21 @@ class Op:
         """The wire params with nulls removed; raises ``ParamsError`` naming the bad field."""
         unknown = sorted(str(k) for k in params if k not in cls.by_name)
         if unknown:
-            raise ParamsError(f"unknown param(s) for {cls.name}: {', '.join(unknown)}")
+            raise ParamsError(f"unknown param(s) for {cls.op_name}: {', '.join(unknown)}")
         clean: dict[str, Any] = {}
-        for spec in cls.params:
-            value = params.get(spec.name)
+        for each in cls.params:
+            value = params.get(each.name)
             if value is None:
-                if spec.nullable and spec.name in params:
-                    clean[spec.name] = None
+                if each.nullable and each.name in params:
+                    clean[each.name] = None
                     continue
-                if spec.required:
-                    raise ParamsError(f"missing param '{spec.name}'")
+                if each.required:
+                    raise ParamsError(f"missing param '{each.name}'")
                 continue
             if nesting_depth(value) > MAX_DEPTH:
-                raise ParamsError(f"param '{spec.name}' nests maps/arrays more than {MAX_DEPTH} levels deep")
-            spec.check(value)
-            clean[spec.name] = value
+                raise ParamsError(f"param '{each.name}' nests maps/arrays more than {MAX_DEPTH} levels deep")
+            each.check(value)
+            clean[each.name] = value
         return clean
 
     @classmethod
@@ -204,13 +204,13 @@ class Op:
     def forward_form(self) -> tuple[str, str]:
         """(name, JSON text) for the ``requests`` table: ``{"v": version, "params": {...}}``."""
         if not self.forwardable:
-            raise BadRequest(f"{self.name} must be sent to the node that runs the thread")
+            raise BadRequest(f"{self.op_name} must be sent to the node that runs the thread")
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if _LOCAL not in f.metadata}  # type: ignore[arg-type]
         try:
             text = orjson.dumps({"v": self.version, "params": values}).decode()
         except TypeError as exc:
-            raise BadRequest(f"{self.name} cannot go to another node: {exc}") from exc
-        return self.name, text
+            raise BadRequest(f"{self.op_name} cannot go to another node: {exc}") from exc
+        return self.op_name, text
 
 
 O = TypeVar("O", bound=Op)
@@ -259,9 +259,12 @@ def op(
             raise ValueError(f"operation {name!r} is defined twice")
         made = dataclasses.dataclass(frozen=True, kw_only=True, slots=True)(cls)
         fields = dataclasses.fields(made)  # type: ignore[arg-type]
+        clashes = sorted(f.name for f in fields if f.name in Op.__annotations__)
+        if clashes:
+            raise ValueError(f"{name}: the field(s) {', '.join(clashes)} would hide the op's own description")
         own = tuple(Param(f.name, **f.metadata[_PARAM]) for f in fields if _PARAM in f.metadata)
         params = (*(spread[1] if spread else ()), *own)
-        made.name = name
+        made.op_name = name
         made.where = where
         made.summary = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
         made.params = params

@@ -27,7 +27,7 @@ def answers(*classes: type[Op]) -> Callable[[H], H]:
     def register(fn: H) -> H:
         for cls in classes:
             if cls in NODE:
-                raise ValueError(f"{cls.name} has a node handler already")
+                raise ValueError(f"{cls.op_name} has a node handler already")
             NODE[cls] = fn
         return fn
 

@@ -91,7 +91,7 @@ class ThreadRouter:
         if handler is not None:
             return await handler(local, op)
         if thread_id is None or not in_thread(type(op)):
-            raise Internal(f"nothing on this node answers {op.name}")
+            raise Internal(f"nothing on this node answers {op.op_name}")
         record = local.supervisor.record(thread_id)
         if record.failed is not None and isinstance(op, KillOne):
             return await local.supervisor.kill_offline(record, op.reason)  # a given-up thread can still be stopped

@@ -152,13 +152,13 @@ class ThreadActor(ActorOps):
             elif type(op) in DECISIONS:
                 result = await self._decide(op)
             else:
-                raise Internal(f"a thread's worker does not answer {op.name}")
+                raise Internal(f"a thread's worker does not answer {op.op_name}")
         except EchsError as exc:
             request.reply.fail(exc)
             return
         except Exception as exc:  # a bug in one op answers that op; the worker goes on
-            log.exception("thread operation failed", thread_id=self.thread_id, op=op.name)
-            request.reply.fail(Internal(f"{op.name} failed: {type(exc).__name__}: {exc}"))
+            log.exception("thread operation failed", thread_id=self.thread_id, op=op.op_name)
+            request.reply.fail(Internal(f"{op.op_name} failed: {type(exc).__name__}: {exc}"))
             return
         if isinstance(result, Park):
             self.parked.setdefault(result.turn_id, []).append((request.reply, result))

@@ -52,4 +52,4 @@ def in_thread(cls: type[Op]) -> bool:
 
 def _check_free(cls: type[Op]) -> None:
     if cls in ACTOR or cls in DECISIONS:
-        raise ValueError(f"{cls.name} has a thread handler already")
+        raise ValueError(f"{cls.op_name} has a thread handler already")

@@ -143,7 +143,7 @@ def _signature(spec: OpSpec) -> str:
 
 
 def _op_section(spec: OpSpec) -> list[str]:
-    lines = [f"### `{spec.name}`", "", spec.summary + (" *(background)*" if spec.background else ""), ""]
+    lines = [f"### `{spec.op_name}`", "", spec.summary + (" *(background)*" if spec.background else ""), ""]
     if spec.params:
         lines += ["| param | type | required | description |", "|---|---|---|---|"]
         for param in spec.params:
@@ -161,7 +161,7 @@ def _op_section(spec: OpSpec) -> list[str]:
         lines += [f"Client library: `{_signature(spec)}`.", ""]
     if spec.notes:
         lines += [spec.notes, ""]
-    request = {"id": 1, "op": spec.name, "params": spec.example_params}
+    request = {"id": 1, "op": spec.op_name, "params": spec.example_params}
     response = {"id": 1, "ok": True, "result": spec.example_result}
     lines += ["Request and response:", "", "```json", _json(request), "```", "", "```json", _json(response), "```", ""]
     return lines
@@ -170,7 +170,7 @@ def _op_section(spec: OpSpec) -> list[str]:
 def render() -> str:
     lines = [INTRO, "## Operations", ""]
     lines += ["| op | summary |", "|---|---|"]
-    lines += [f"| [`{spec.name}`](#{spec.name.replace('.', '')}) | {_cell(spec.summary)} |" for spec in OPS]
+    lines += [f"| [`{spec.op_name}`](#{spec.op_name.replace('.', '')}) | {_cell(spec.summary)} |" for spec in OPS]
     lines.append("")
     for spec in OPS:
         lines += _op_section(spec)

@@ -39,11 +39,11 @@ def _method(spec: OpSpec) -> Callable[..., Awaitable[Any]]:
             if key in params:
                 raise TypeError(f"{name}() got multiple values for argument {key!r}")
             params[key] = value
-        return await self._call(spec.name, **params)
+        return await self._call(spec.op_name, **params)
 
     method.__name__ = method.__qualname__ = name
     params = ", ".join(p.name + ("" if p.required else "=None") for p in spec.params)
-    method.__doc__ = f"``{spec.name}``({params}): {spec.summary}\n\nReturns {spec.result}."
+    method.__doc__ = f"``{spec.op_name}``({params}): {spec.summary}\n\nReturns {spec.result}."
     return method
 
 

@@ -17,7 +17,7 @@ from echsd.ops.base import Op
 OpSpec = type[Op]  # an op class is its own spec: name, params, validate, docs, method
 
 OPS: tuple[OpSpec, ...] = WIRE_OPS
-OPS_BY_NAME: dict[str, OpSpec] = {spec.name: spec for spec in OPS}
+OPS_BY_NAME: dict[str, OpSpec] = {spec.op_name: spec for spec in OPS}
 
 ERROR_CODES: dict[str, str] = {
     "unauthorized": "missing or wrong `hello` (the connection is then closed)",

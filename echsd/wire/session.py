@@ -249,7 +249,7 @@ class Session:
         if len(data) > self.max_message_bytes:
             paging = "; ask for it in pages with offset/limit" if "offset" in spec.by_name else ""
             message = (
-                f"{spec.name}: the answer is {len(data):,} bytes, more than the frame limit of "
+                f"{spec.op_name}: the answer is {len(data):,} bytes, more than the frame limit of "
                 f"{self.max_message_bytes:,} bytes ([tuning] max_message_bytes){paging}"
             )
             data = codec.encode_error(request_id, "too_large", message)
@@ -313,6 +313,9 @@ class Session:
             return self._refuse_or_error(request.id, "bad_request", str(exc))
         except EchsError as exc:
             return self._refuse_or_error(request.id, exc.code, exc.message)
+        except Exception as exc:  # a bug in an op's definition answers that request, nothing more
+            self._log.exception("cannot build the op", op=spec.op_name)
+            return self._refuse_or_error(request.id, "internal", f"internal error ({type(exc).__name__}); see the daemon log")
         if spec.background:
             await background.acquire()
             nursery.start_soon(self._call_in_background, request.id, op, background)
@@ -342,7 +345,7 @@ class Session:
             if prefix is not None:
                 return self.board_subscriptions.unsubscribe(prefix)
             return self.subscriptions.unsubscribe(thread_id)  # type: ignore[arg-type]
-        raise UnknownOp(f"op {op.name!r} is not served on this connection")
+        raise UnknownOp(f"op {op.op_name!r} is not served on this connection")
 
     async def _call(self, request_id: int, op: Op) -> None:
         spec = type(op)
@@ -351,7 +354,7 @@ class Session:
         except EchsError as exc:
             self._error(request_id, exc.code, exc.message)
         except Exception as exc:
-            self._log.exception("request failed", op=spec.name)
+            self._log.exception("request failed", op=spec.op_name)
             self._error(request_id, "internal", f"internal error ({type(exc).__name__}); see the daemon log")
         else:
             self._respond(request_id, spec, result)

@@ -22,7 +22,7 @@ def test_committed_protocol_doc_matches_the_generator() -> None:
 def test_every_op_and_event_type_is_documented() -> None:
     text = render()
     for spec in OPS:
-        assert f"### `{spec.name}`" in text
+        assert f"### `{spec.op_name}`" in text
     for name in EVENT_TYPES:
         assert f"| `{name}` |" in text
 

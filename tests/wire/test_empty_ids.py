@@ -22,11 +22,11 @@ async def test_an_empty_thread_id_is_a_bad_request_everywhere(wired: Any, empty:
         for spec, param in THREAD_PARAMS:
             params = {**spec.example_params, param.name: empty}
             params.pop("blackboard", None)
-            if spec.name == "thread.create":
+            if spec.op_name == "thread.create":
                 params = {"cwd": str(wired.settings.state_dir), "parent": empty}
             with pytest.raises(WireError) as refused:
-                await client.request(spec.name, params)
-            assert refused.value.code == "bad_request", (spec.name, refused.value)
-            assert f"'{param.name}'" in refused.value.message, (spec.name, refused.value.message)
+                await client.request(spec.op_name, params)
+            assert refused.value.code == "bad_request", (spec.op_name, refused.value)
+            assert f"'{param.name}'" in refused.value.message, (spec.op_name, refused.value.message)
         thread = await client.get_thread(only)
         assert thread["state"] == "idle" and thread["children"] == [] and thread["last_seq"] == 1

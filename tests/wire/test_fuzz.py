@@ -20,7 +20,7 @@ from tests.wire.helpers import WAIT_S, ServeProcess
 GHOST = "thr_" + "f" * 16  # a well-formed id no thread has
 # Ops that could succeed without a thread id are left out: they would change nothing, but
 # this test asserts that every frame is refused.
-FUZZ_OPS = [spec.name for spec in OPS if "thread_id" in spec.by_name and spec.by_name["thread_id"].required] + ["hello", "blackboard.get", "nope"]
+FUZZ_OPS = [spec.op_name for spec in OPS if "thread_id" in spec.by_name and spec.by_name["thread_id"].required] + ["hello", "blackboard.get", "nope"]
 PARAM_NAMES = sorted({p.name for spec in OPS for p in spec.params}) + ["bogus"]
 
 texts = st.text(max_size=40).filter(lambda s: s != "*")

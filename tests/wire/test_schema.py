@@ -26,7 +26,7 @@ def test_the_contract_is_covered() -> None:
     assert set(OPS_BY_NAME) >= CONTRACT_OPS
 
 
-@pytest.mark.parametrize("spec", [spec for spec in OPS if spec.method], ids=lambda s: s.name)
+@pytest.mark.parametrize("spec", [spec for spec in OPS if spec.method], ids=lambda s: s.op_name)
 async def test_client_methods_come_from_the_specs(spec: Any) -> None:
     sent: list[tuple[str, dict[str, Any]]] = []
 
@@ -40,12 +40,12 @@ async def test_client_methods_come_from_the_specs(spec: Any) -> None:
     positional = [example[name] for name in spec.positional if name in example]
     keywords = {k: v for k, v in example.items() if k not in spec.positional[: len(positional)]}
     assert await method(*positional, **keywords) == "ok"
-    assert sent == [(spec.name, example)]
+    assert sent == [(spec.op_name, example)]
     with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
         await method(*positional, bogus=1)
 
 
-@pytest.mark.parametrize("spec", OPS, ids=lambda s: s.name)
+@pytest.mark.parametrize("spec", OPS, ids=lambda s: s.op_name)
 def test_examples_are_valid_requests(spec: Any) -> None:
     assert spec.validate(spec.example_params) == spec.example_params
 
