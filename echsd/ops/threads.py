@@ -276,3 +276,20 @@ class Delete(Op):
 
 def _values(value: Op) -> dict[str, Any]:
     return {name: getattr(value, name) for name in value.__dataclass_fields__}  # type: ignore[attr-defined]
+
+
+@op(
+    "thread.rename",
+    Where.OWNER,
+    result=ex.THREAD_OBJECT,
+    method="rename_thread",
+    positional=("thread_id", "name"),
+    example={"thread_id": ex.TID, "name": "fix the flaky test"},
+    example_result={**ex.THREAD, "name": "fix the flaky test"},
+    notes="The name is for people (`echs ls`, `echs show`, a Codex client's thread list); the id stays the thread's address.",
+)
+class Rename(Op):
+    """Sets the thread's display name (`null` clears it)."""
+
+    thread_id: str = param(THREAD_ID, THE_THREAD, required=True)
+    name: str | None = param(NAME, "the display name (a line of text)", required=True, nullable=True)

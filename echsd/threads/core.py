@@ -36,11 +36,13 @@ from typing import Any
 from echsd.codex import strip_reasoning_items
 from echsd.errors import InvalidState
 from echsd.ids import new_input_id, new_turn_id
+from echsd.ops.threads import Rename
 from echsd.store import ThreadRow, ops
 from echsd.threads.config import ConfigRules, ThreadConfig, reconfigure
 from echsd.threads.control import ControlDecisions
 from echsd.threads.conversation import Conversation
 from echsd.threads.effects import Effects, TurnState, empty_usage
+from echsd.threads.handlers import decides
 from echsd.threads.historydecisions import HistoryDecisions
 from echsd.threads.inputqueue import InputQueue
 from echsd.threads.inputs import PendingInput
@@ -175,6 +177,7 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
         """The thread object of CONTRACT.md 2.5 (the shell adds ``last_seq``)."""
         data = {
             "thread_id": self.thread_id,
+            "name": self.extra.get("name"),
             "state": self.state.value,
             "parent": self.parent,
             "children": list(self.children),
@@ -269,6 +272,17 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
         if "model" in changed and self.history:  # encrypted reasoning is readable by its own model only
             kept, _removed = strip_reasoning_items(self.history)
             self.conversation.prune(fx, kept, "reasoning of the previous model left out")
+        return fx
+
+    @decides(Rename)
+    def rename(self, op: Rename) -> Effects:
+        """``thread.rename``: a display name, kept with the thread row (None clears it)."""
+        if op.name is None:
+            self.extra.pop("name", None)
+        else:
+            self.extra["name"] = op.name.strip()
+        fx = Effects()
+        fx.statements.append(ops.upsert_thread(self.to_row()))
         return fx
 
     def update_plan(self, explanation: str | None, steps: list[dict[str, str]]) -> Effects:
