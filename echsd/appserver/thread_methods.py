@@ -23,7 +23,7 @@ from echsd.appserver.stored import scan_back
 from echsd.appserver.translate import ThreadTranslator
 from echsd.appserver.turns import status_object, usage_breakdown
 from echsd.ops.daemon import ListApprovals
-from echsd.ops.threads import Compact, Create, Delete, Events, Get, ListThreads
+from echsd.ops.threads import Compact, Create, Delete, Events, Get, ListThreads, Rename
 
 PREVIEW_EVENTS = 16  # the first user message of a thread is among its first few events
 PREVIEW_CHARS = 200
@@ -191,6 +191,16 @@ async def thread_delete(conn: Connection, request: Request) -> Reply:
     return Reply({}, then=[("thread/deleted", {"threadId": thread_uuid(thread_id)}) for thread_id in deleted])
 
 
+async def thread_name_set(conn: Connection, request: Request) -> Reply:
+    """``thread.rename``; its watchers on this connection hear ``thread/name/updated``."""
+    thread_id = thread_param(request.params)
+    name = request.params.get("name")
+    if not isinstance(name, str):
+        raise RpcError(INVALID_PARAMS, "name must be a string")
+    renamed = await conn.run_op(Rename(thread_id=thread_id, name=name))  # the wire's checks: one line, 256 characters
+    return Reply({}, then=[("thread/name/updated", {"threadId": thread_uuid(thread_id), "threadName": renamed["name"]})])
+
+
 async def thread_goal_get(conn: Connection, request: Request) -> dict[str, Any]:
     await conn.run_op(Get(thread_id=thread_param(request.params)))
     return {"goal": None}  # echsd threads have no goals
@@ -207,5 +217,6 @@ METHODS = {
     "thread/unsubscribe": thread_unsubscribe,
     "thread/compact/start": thread_compact,
     "thread/goal/get": thread_goal_get,
+    "thread/name/set": thread_name_set,
     "thread/delete": thread_delete,
 }

@@ -7,6 +7,7 @@ from typing import Any
 from echsd.cli.render import Style, ago, clip_left, duration, one_line, short_path, table, tokens, when
 
 LABEL = "  instructions  "  # the labels' column in thread_lines
+NAME_CHARS = 40  # a display name in `echs ls` (`echs show` has room for all of it)
 MOCK_NOTE = "the built-in scripted mock model: no model credentials were found"
 
 
@@ -62,7 +63,9 @@ def thread_table(threads: list[dict[str, Any]], style: Style, width: int | None 
     if not threads:
         return ["no threads (create one with `echs new`)"]
     with_parent = any(t.get("parent") for t in threads)
-    headers = ["THREAD", "STATE", "MODEL", "TURNS", "COST", "QUEUED", "CREATED", *(["PARENT"] if with_parent else []), "CWD"]
+    with_name = any(t.get("name") for t in threads)
+    headers = ["THREAD", "STATE", *(["NAME"] if with_name else []), "MODEL", "TURNS", "COST", "QUEUED", "CREATED"]
+    headers += [*(["PARENT"] if with_parent else []), "CWD"]
     rows = []
     for thread in threads:
         config = thread.get("config") or {}
@@ -70,6 +73,7 @@ def thread_table(threads: list[dict[str, Any]], style: Style, width: int | None 
         row = [
             str(thread.get("thread_id")),
             str(thread.get("state")),
+            *([one_line(str(thread.get("name") or "-"), NAME_CHARS)] if with_name else []),
             str(config.get("model", "-")),
             str(usage.get("turns", 0)),
             cost(usage.get("cost_usd")),
@@ -79,8 +83,9 @@ def thread_table(threads: list[dict[str, Any]], style: Style, width: int | None 
             short_path(str(config.get("cwd", "-"))),
         ]
         rows.append(row)
-    # On a narrow terminal these go first: cost, queue, turns, parent, age, model.
-    droppable = [4, 5, 3, *([7] if with_parent else []), 6, 2]
+    # On a narrow terminal these go first: cost, queue, turns, parent, age, model, name.
+    order = ["COST", "QUEUED", "TURNS", "PARENT", "CREATED", "MODEL", "NAME"]
+    droppable = [headers.index(header) for header in order if header in headers]
     return table(headers, rows, style, colors=[None, "state"], width=width, droppable=droppable)
 
 
@@ -148,6 +153,7 @@ def thread_lines(thread: dict[str, Any], style: Style, width: int | None = None,
     size = f"  ({len(instructions)} chars)"
     lines = [
         f"{style.bold(str(thread.get('thread_id')))}  {style.state(str(thread.get('state')))}",
+        *([f"  name          {value(str(thread['name']))}"] if thread.get("name") else []),
         f"  created       {when(thread.get('created_at'))}",
         f"  parent        {thread.get('parent') or '-'}",
         *([f"  agent type    {value(str(thread['agent_type']))}"] if thread.get("agent_type") else []),

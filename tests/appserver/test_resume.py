@@ -141,3 +141,16 @@ async def test_delete_removes_a_thread_with_its_children(client: AppClient, appd
     assert await appd.ops.list_threads() == [] and (await client.call("thread/loaded/list", {}))["data"] == []
     with pytest.raises(RpcFailed, match="not_found"):
         await client.call("thread/delete", {"threadId": parent})
+
+
+async def test_thread_name_set_renames_the_echsd_thread(client: AppClient, appd: Any, workdir: Path) -> None:
+    thread_id = (await appd.ops.create_thread(cwd=str(workdir)))["thread_id"]
+    uid = thread_uuid(thread_id)
+    await client.call("thread/resume", {"threadId": uid, "excludeTurns": True})
+    assert await client.call("thread/name/set", {"threadId": uid, "name": "triage"}) == {}
+    assert await client.notification("thread/name/updated") == {"threadId": uid, "threadName": "triage"}
+    assert (await appd.ops.get_thread(thread_id))["name"] == "triage"
+    with pytest.raises(RpcFailed) as info:  # the native wire's limit, at this door too
+        await client.call("thread/name/set", {"threadId": uid, "name": "x" * 300})
+    assert "256" in info.value.message
+    assert (await appd.ops.get_thread(thread_id))["name"] == "triage"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.helpers import Serve, clean_env, echs, json_lines, new_thread
+from tests.cli.helpers import Serve, clean_env, client_for, echs, echs_async, json_lines, new_thread
 from tests.helpers import mock_directive
 
 THREAD_ID = re.compile(r"^thr_[0-9a-f]{16}$")
@@ -263,3 +263,16 @@ def test_only_client_modules_are_imported(state: Path, verb: str) -> None:
         if m.startswith(("echsd.daemon", "echsd.store", "echsd.codex", "echsd.threads", "echsd.tools", "prompt_toolkit", "apsw", "httpx", "trio"))
     ]
     assert heavy == []
+
+
+async def test_ls_and_show_give_a_thread_s_name(state: Path) -> None:
+    async with client_for(state) as client:
+        tid = (await client.request("thread.create", {}))["thread_id"]
+        await client.request("thread.rename", {"thread_id": tid, "name": "fix the flaky test"})
+    listed = (await echs_async(state, "ls")).stdout.decode()
+    header, *rows = listed.splitlines()
+    assert header.split()[:3] == ["THREAD", "STATE", "NAME"]
+    assert any(row.startswith(tid) and "fix the flaky test" in row for row in rows)
+    shown = (await echs_async(state, "show", tid)).stdout.decode()
+    assert "  name          fix the flaky test" in shown.splitlines()
+    assert ok_json(state, "show", tid)["name"] == "fix the flaky test"
