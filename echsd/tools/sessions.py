@@ -156,10 +156,29 @@ class ExecSessionManager:
         self.max_sessions = max_sessions
         self.sessions: dict[int, ExecSession] = {}
         self._closed: OrderedDict[int, str] = OrderedDict()
+        self._starting = 0  # places taken by commands being started (not in ``sessions`` yet)
 
     async def exec_command(self, request: ExecRequest, *, turn_id: str, emit: Emit) -> ExecReport:
         notes = list(request.notes)
         notes += await self._make_room()
+        self._starting += 1  # no checkpoint since the room was made: the cap holds exactly
+        try:
+            session = await self._start(request, turn_id, notes)
+        finally:
+            self._starting -= 1
+        started = session.last_used
+        trio.lowlevel.spawn_system_task(session.run, name=f"exec session {session.session_id}")
+        try:
+            async with session.lock:
+                captured = await session.collect(started + request.yield_s, emit)
+        except BaseException:
+            with trio.CancelScope(shield=True):  # interrupted while it ran: it was this turn's
+                await self._close(session, "the call that started it was cancelled")
+            raise
+        return self._report(session, started, captured, request.max_tokens, notes)
+
+    async def _start(self, request: ExecRequest, turn_id: str, notes: list[str]) -> ExecSession:
+        """Spawn the command (sandboxed as its policy says) and register its session."""
         table = self.processes or tool_processes()
         policy = request.sandbox
         if policy is not None:
@@ -173,18 +192,9 @@ class ExecSessionManager:
             process = await table.spawn(request.argv, cwd=request.cwd, env=env, tty=request.tty, sandbox=policy)
         except OSError as exc:
             raise ToolError(f"cannot start the command: {exc.strerror or exc}") from None
-        started = trio.current_time()
-        session = ExecSession(self.thread_id, self._new_id(), turn_id, request.command, process, started, policy=policy)
+        session = ExecSession(self.thread_id, self._new_id(), turn_id, request.command, process, trio.current_time(), policy=policy)
         self.sessions[session.session_id] = session
-        trio.lowlevel.spawn_system_task(session.run, name=f"exec session {session.session_id}")
-        try:
-            async with session.lock:
-                captured = await session.collect(started + request.yield_s, emit)
-        except BaseException:
-            with trio.CancelScope(shield=True):  # interrupted while it ran: it was this turn's
-                await self._close(session, "the call that started it was cancelled")
-            raise
-        return self._report(session, started, captured, request.max_tokens, notes)
+        return session
 
     async def write_stdin(self, session_id: int, chars: str, *, yield_s: float, max_tokens: int, emit: Emit) -> ExecReport:
         session = self._get(session_id)
@@ -252,11 +262,13 @@ class ExecSessionManager:
         return report
 
     async def _make_room(self) -> list[str]:
+        """Close idle sessions until a new one fits (commands being started count too)."""
         notes = []
-        while len(self.sessions) >= self.max_sessions:
+        while len(self.sessions) + self._starting >= self.max_sessions:
             idle = [s for s in self.sessions.values() if s.idle]
             if not idle:
-                raise ToolError(f"all {len(self.sessions)} sessions of this thread are busy; wait for one to finish")
+                taken = len(self.sessions) + self._starting
+                raise ToolError(f"all {taken} sessions of this thread are busy; wait for one to finish")
             victim = min(idle, key=lambda s: (not s.finished.is_set(), s.last_used))
             what = "had exited" if victim.finished.is_set() else "was still running; it was killed"
             notes.append(

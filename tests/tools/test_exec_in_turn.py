@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import trio
+
 from tests.helpers import Watch, mock_directive
 from tests.tools.exec_helpers import escaped, escaping_command, processes_with, wait_until
 
@@ -92,3 +94,27 @@ async def test_sessions_left_running_die_when_the_thread_is_paused_or_killed(dae
         await wait_until(lambda: escaped(markers))
         await getattr(daemon.ops, control)(tid)
         await wait_until(lambda: not any(processes_with(m) for m in markers))
+
+
+async def test_the_session_cap_holds_under_300_parallel_calls(daemon: Any, workdir: Any) -> None:
+    """300 calls of one response, each leaving a command running: a thread never has more
+    than 16 sessions (more commands than that never run at once), the rest get a clear error."""
+    from echsd.tools.sessions import MAX_SESSIONS_PER_THREAD
+    from tests.tools.exec_helpers import marker
+
+    m = marker()
+    calls = [exec_call(f"sleep {m}", yield_time_ms=250) for _ in range(300)]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+    peak = 0
+    async with Watch(daemon, tid) as watch:
+        await daemon.ops.send(tid, mock_directive([{"calls": calls}, {"text": "many"}]))
+        while not watch.of_type("turn.completed"):
+            peak = max(peak, len(processes_with(f"sleep {m}")))
+            with trio.move_on_after(0.005):
+                await watch.wait_type("turn.completed")
+    outputs = [e.data["output"] for e in watch.of_type("tool.completed")]
+    running = len(processes_with(f"sleep {m}"))
+    assert running <= MAX_SESSIONS_PER_THREAD and peak <= MAX_SESSIONS_PER_THREAD, (running, peak)
+    assert len(outputs) == 300
+    assert sum("Process running with session ID" in output for output in outputs) >= MAX_SESSIONS_PER_THREAD
+    assert all("Process running" in output or "sessions of this thread are busy" in output for output in outputs)
