@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,3 +106,25 @@ async def test_exec_command_interception_uses_workdir_and_cd(tmp_path: Path) -> 
     with pytest.raises(ToolError, match="Failed to read file to update a.txt"):
         await tool.intercept_exec_command({"cmd": f"apply_patch <<'EOF'\n{PATCH}EOF"}, context(tmp_path))
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        "*** Begin Patch\n*** Add File: a\0b.txt\n+x\n*** End Patch",
+        "*** Begin Patch\n*** Update File: a.txt\n*** Move to: c\0d.txt\n@@\n-old\n+new\n*** End Patch",
+    ],
+)
+async def test_a_nul_in_a_path_is_a_clear_error_not_a_crash(daemon: Any, workdir: Path, patch: str) -> None:
+    from tests.helpers import Watch, mock_directive
+
+    (workdir / "a.txt").write_text("old\n")
+    call = {"name": "apply_patch", "arguments": {"input": patch}}
+    tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+    async with Watch(daemon, tid) as watch:
+        await daemon.ops.send(tid, mock_directive([{"calls": [call]}, {"text": "ok"}]))
+        await watch.wait_type("turn.completed")
+    [completed] = [e.data for e in watch.of_type("tool.completed")]
+    assert not completed["ok"] and "the path contains a NUL character" in completed["output"], completed["output"]
+    assert "crashed" not in completed["output"]
+    assert (workdir / "a.txt").read_text() == "old\n"

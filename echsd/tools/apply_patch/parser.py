@@ -75,6 +75,8 @@ def _header_path(header: str, marker: str, number: int) -> str:
     path = header[len(marker) :].strip()
     if not path:
         raise PatchParseError(f"'{header}' is missing the file path", number)
+    if "\0" in path:
+        raise PatchParseError(f"{_shorten(header)!r}: the path contains a NUL character, which no file name can hold", number)
     return path
 
 
