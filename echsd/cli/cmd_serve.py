@@ -28,8 +28,11 @@ def serve(log_level: str | None, log_format: str | None, **flags: Any) -> None:
 
     SIGTERM, SIGINT or SIGHUP stops it gracefully: running turns are interrupted and saved.
     """
+    import faulthandler
+
     from echsd import logs
 
+    faulthandler.enable()  # a fatal signal (SIGBUS from a mapped file, SIGSEGV) leaves a traceback on stderr, not silence
     logs.configure(level=log_level, fmt=log_format)
     settings = settings_from_flags(**flags)
     logs.register_secret(settings.openai_api_key)

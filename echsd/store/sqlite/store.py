@@ -55,10 +55,13 @@ class SqliteStore(Store):
             os.chmod(path, 0o600)
         except OSError as exc:
             raise StoreError(f"cannot create the database {path}: {exc.strerror}") from exc
+        _check_companions(path)
         try:
             conn, version = _open_and_migrate(path)
         except apsw.NotADBError as exc:
             raise StoreError(f"{path} is not an SQLite database (or is encrypted/corrupt)") from exc
+        except apsw.ReadOnlyError as exc:
+            raise StoreError(f"cannot write the database {path} ({exc}): it, its directory and its -wal and -shm files must be writable") from exc
         except apsw.Error as exc:
             raise StoreError(f"cannot open the database {path}: {exc}") from exc
         log.debug("store_opened", path=str(path), schema_version=version, node_id=node_id)
@@ -83,6 +86,23 @@ class SqliteStore(Store):
         return isinstance(exc, apsw.Error)
 
 
+def _check_companions(path: Path) -> None:
+    """SQLite in WAL mode writes the database's ``-wal`` and ``-shm`` files too. One it
+    cannot write (left by another user, made read-only or immutable) made every write fail
+    after a successful start, or, mapped read-only while too short, killed the daemon with
+    SIGBUS and no word: refuse to start instead, naming the file."""
+    for companion in (path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            os.close(os.open(companion, os.O_RDWR | os.O_NOFOLLOW))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write {companion} ({exc.strerror}): SQLite must write it; fix its owner or mode, "
+                "or remove it while no echsd uses the database"
+            ) from exc
+
+
 def _open_and_migrate(path: Path, budget_s: float = 10.0) -> tuple[SqliteConn, int]:
     """Open the writer and migrate, retrying SQLITE_BUSY; never leaks a connection.
 
@@ -96,7 +116,10 @@ def _open_and_migrate(path: Path, budget_s: float = 10.0) -> tuple[SqliteConn, i
         conn: SqliteConn | None = None
         try:
             conn = open_writer(path)
-            return conn, migrate(conn, str(path))
+            version = migrate(conn, str(path))
+            with conn.transaction():  # a write lock now: a file SQLite cannot write fails here, not at the first input
+                pass
+            return conn, version
         except BaseException as exc:
             if conn is not None:
                 conn.close()
