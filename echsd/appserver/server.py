@@ -14,11 +14,12 @@ from dataclasses import replace
 from typing import Any
 
 import trio
-from trio_websocket import ConnectionClosed, wrap_server_stream
+from trio_websocket import ConnectionClosed
 
 from echsd.appserver.connection import AppContext, Connection
 from echsd.appserver.handshake import check_handshake
 from echsd.appserver.methods import METHODS
+from echsd.appserver.websocket import wrap_server_stream
 from echsd.logs import get_logger, register_secret
 from echsd.settings import Settings
 from echsd.router import ThreadRouter

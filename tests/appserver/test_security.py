@@ -84,3 +84,31 @@ async def test_a_frame_over_the_size_limit_closes_the_connection(appd: Any) -> N
     async with app_client(appd) as again:
         await again.initialize()  # the daemon is fine
 
+
+
+async def test_invalid_utf8_text_closes_with_1007(appd: Any) -> None:
+    """A text frame that is not UTF-8 fails the connection with close code 1007 (RFC 6455
+    7.4.1), sent before the socket closes; the daemon goes on serving."""
+    from wsproto import ConnectionType, WSConnection
+    from wsproto.events import AcceptConnection, CloseConnection, Request
+
+    stream = await trio.open_unix_socket(str(appd.settings.state_dir / "app" / "app.sock"))
+    async with stream:
+        ws = WSConnection(ConnectionType.CLIENT)
+        await stream.send_all(ws.send(Request(host="localhost", target="/rpc")))
+        events: list[Any] = []
+        payload, mask = b'{"id": 1, "method": "\xff\xfe"}', b"\x11\x22\x33\x44"
+        frame = bytes([0x81, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        with trio.fail_after(5):
+            while not any(isinstance(e, CloseConnection) for e in events):
+                data = await stream.receive_some(65536)
+                assert data, f"the daemon closed the socket without a close frame (saw {events})"
+                ws.receive_data(data)
+                events.extend(ws.events())
+                if any(isinstance(e, AcceptConnection) for e in events) and frame:
+                    await stream.send_all(frame)  # a raw text frame: wsproto would not encode it
+                    frame = b""
+    [closed] = [e for e in events if isinstance(e, CloseConnection)]
+    assert closed.code == 1007, closed
+    async with app_client(appd) as again:
+        await again.initialize()
