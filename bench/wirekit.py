@@ -322,6 +322,13 @@ class LeanConn:
             while any(self.covered.get(tid, 0) < seq for tid, seq in last_seqs.items()):
                 await self.changed.wait()
 
+    async def until_ended(self, turns: int) -> None:
+        """Until ``turns`` turns ended (their terminal events are ``marked``), so every delta
+        of theirs has arrived; or until a gap, which may have swallowed an end."""
+        with trio.fail_after(STAGE_TIMEOUT_S):
+            while sum(len(self.marks.get(kind, [])) for kind in TERMINAL) < turns and not self.gaps:
+                await self.changed.wait()
+
     async def until_marked(self, kind: str, count: int, timeout: float = 60) -> tuple[float, dict[str, Any]]:
         """The ``count``-th ``kind`` event to arrive (arrival perf_counter, event)."""
         with trio.fail_after(timeout):
