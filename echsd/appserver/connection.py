@@ -2,7 +2,7 @@
 
 Four tasks: the reader decodes frames and starts one task per request (the TUI sends
 many at once and waits on each, so a slow ``turn/start`` must not hold up ``model/list``);
-the writer drains the ``Outbox``; the heartbeat pings every ``[tuning] heartbeat_s`` and
+the writer drains the ``Outbox`` (all that is pending in few socket writes, ``sending``); the heartbeat pings every ``[tuning] heartbeat_s`` and
 closes a connection whose pong does not come back within ``MISSED_PINGS`` heartbeats (as
 the native wire does: a half-open peer must not keep its feeds forever); the requests'
 own tasks answer when done. Notifications
@@ -39,6 +39,7 @@ from echsd.appserver.ids import thread_id_of
 from echsd.appserver.framing import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RpcError
 from echsd.appserver.outbox import DROPPABLE, Outbox
 from echsd.appserver.presence import PROBE_EVENTS, Presence, untouched
+from echsd.appserver.sending import send_frames
 from echsd.appserver.translate import ApprovalEnded, AskApproval, Notify, Out
 from echsd.errors import EchsError, NotFound
 from echsd.logs import get_logger
@@ -182,8 +183,7 @@ class Connection:
                     self._wake = trio.Event()
                     await self._wake.wait()
                     continue
-                for frame in self.outbox.take():
-                    await self.ws.send_message(frame)
+                await send_frames(self.ws, self.outbox.take())
         except ConnectionClosed:
             scope.cancel()
 
