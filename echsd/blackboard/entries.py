@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from echsd.events import BlackboardChanged
 from echsd.errors import BadRequest
 
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 
 MAX_KEY_BYTES = 512
 DEFAULT_MAX_VALUE_BYTES = 1024 * 1024
-EVENT = "blackboard.changed"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -106,7 +106,7 @@ def change_envelope(change: BlackboardChange, prefix: str) -> dict[str, Any]:
     """
     entry = change.entry
     return {
-        "event": EVENT,
+        "event": BlackboardChanged.type_name,
         "thread_id": None,
         "blackboard": prefix,
         "seq": change.seq,

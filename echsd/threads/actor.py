@@ -21,6 +21,7 @@ from typing import Any
 
 import trio
 
+from echsd.events import EventData, TurnWaiting
 from echsd.blackboard.thread_api import ThreadBlackboard
 from echsd.codex import ModelError
 from echsd.errors import Conflict, EchsError, Internal, UpstreamError
@@ -226,7 +227,7 @@ class ThreadActor(ActorOps):
             if self.core.parent is not None:  # a sub-agent's turn takes one of the daemon's slots
                 slots, tree = self.services.subagent_slots, tree_root(self.services.tree, self.thread_id)
                 if not slots.free_for(tree):
-                    await self._emit("turn.waiting", {"turn_id": turn.turn_id, "reason": f"{slots.total} sub-agent turns are running (max_running_subagents)"})
+                    await self._emit(TurnWaiting, {"turn_id": turn.turn_id, "reason": f"{slots.total} sub-agent turns are running (max_running_subagents)"})
                 async with slots.held(self.thread_id, tree):
                     status, error = await run_turn(host)
             else:
@@ -258,10 +259,10 @@ class ThreadActor(ActorOps):
         """Steer another thread (a blackboard note to this thread's parent), wherever it runs."""
         return await self.services.ops.run(Send(thread_id=thread_id, text=text, mode="steer"))
 
-    async def _emit(self, event_type: str, data: dict[str, Any]) -> None:
+    async def _emit(self, kind: type[EventData], data: dict[str, Any]) -> None:
         """An event that changes no state (e.g. ``subagent.spawned``) on this thread's log."""
         await self.log.ready()
-        self.log.emit_one(event_type, data)
+        self.log.emit_one(kind, data)
 
     async def _start_next(self) -> None:
         await self.log.ready()  # no checkpoint when the writer has room

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from echsd.events import EventData, SubagentCompleted
 from echsd.errors import BadRequest
 from echsd.ops.daemon import RegisterTools
 from echsd.ops.internal import AdoptChild, ChildFinished, ForgetChild, KillOne, Retire, Shutdown
@@ -62,7 +63,7 @@ class ActorOps:
 
         async def _decided(self, result: Any, effects: Effects) -> Any: ...
 
-        async def _emit(self, event_type: str, data: dict[str, Any]) -> None: ...
+        async def _emit(self, kind: type[EventData], data: dict[str, Any]) -> None: ...
 
         async def _compact(self, reply: Reply, token: int, items: list[dict[str, Any]], config: ThreadConfig, scope: trio.CancelScope) -> None: ...
 
@@ -199,4 +200,4 @@ class ActorOps:
         (``subagent.completed``), and wake a ``wait_agents`` waiting on it."""
         self.services.wake_waiters(str(op.data.get("agent_id")))
         if self.core.alive:
-            await self._emit("subagent.completed", op.data)
+            await self._emit(SubagentCompleted, op.data)

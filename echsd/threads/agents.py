@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 
 import trio
 
+from echsd.events import EventData, SubagentSpawned
 from echsd.agent_types import SUBAGENT_INSTRUCTIONS, AgentType
 from echsd.errors import BadRequest, EchsError
 from echsd.ops.internal import AgentView
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from echsd.threads.services import OpRunner, ThreadTree
 
 Adopt = Callable[[Mapping[str, Any], dict[str, Any]], Awaitable[dict[str, Any]]]  # (params, extra) -> thread object
-Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+Emit = Callable[[type[EventData], dict[str, Any]], Awaitable[None]]
 MAX_CLIMB = 128  # parents walked up to find a thread's ancestor (the depth limit is at most 100)
 
 
@@ -107,7 +108,7 @@ class ThreadAgents:
         except EchsError as exc:  # limits, a bad model or effort, a parent being killed
             raise ToolError(f"cannot spawn an agent: {exc.message}") from None
         agent_id = str(child["thread_id"])
-        await self._emit("subagent.spawned", {"agent_id": agent_id, "agent_type": agent_type, "config": child["config"]})
+        await self._emit(SubagentSpawned, {"agent_id": agent_id, "agent_type": agent_type, "config": child["config"]})
         await self._ops.run(Send(thread_id=agent_id, text=message, mode="send"))
         return agent_id
 

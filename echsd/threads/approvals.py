@@ -16,11 +16,12 @@ from typing import Any, Awaitable, Callable
 
 import trio
 
+from echsd.events import ApprovalRequested, ApprovalResolved, EventData
 from echsd.errors import InvalidState, NotFound
 
 DECISIONS = ("approve", "deny")
 
-Announce = Callable[[str, dict[str, Any]], Awaitable[None]]  # (event type, data) on the thread's log
+Announce = Callable[[type[EventData], dict[str, Any]], Awaitable[None]]  # (event type, data) on the thread's log
 
 
 def needs_approval(policy: str, writes: bool) -> bool:
@@ -66,7 +67,7 @@ class ApprovalBook:
         self._pending[request.request_id] = request
         decision = "cancelled"
         try:
-            await announce("approval.requested", request.to_object())
+            await announce(ApprovalRequested, request.to_object())
             with trio.move_on_after(timeout_s):
                 await request.answered.wait()
             decision = request.decision or "timeout"
@@ -74,7 +75,7 @@ class ApprovalBook:
         finally:
             self._pending.pop(request.request_id, None)
             with trio.CancelScope(shield=True):
-                await announce("approval.resolved", {"request_id": request.request_id, "call_id": request.call_id, "decision": decision})
+                await announce(ApprovalResolved, {"request_id": request.request_id, "call_id": request.call_id, "decision": decision})
 
     def respond(self, request_id: str, decision: str) -> dict[str, Any]:
         request = self._pending.get(request_id)

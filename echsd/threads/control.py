@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from echsd.events import StateChanged, ThreadKilled
 from echsd.store import ops
 from echsd.threads.effects import Effects, Park
 from echsd.threads.state import ThreadState, Trigger, transition
@@ -122,7 +123,7 @@ class ControlDecisions:
         self.state = transition(previous, trigger)
         if self.state is previous:
             return False
-        fx.emit("thread.state", {"state": self.state.value})
+        fx.emit(StateChanged, {"state": self.state.value})
         fx.statements.append(ops.upsert_thread(self.to_row()))
         return True
 
@@ -130,5 +131,5 @@ class ControlDecisions:
         self.state = transition(self.state, trigger)
         reason = self._kill_reason
         self.inputs.drop_all(fx, reason)
-        fx.emit("thread.killed", {"reason": reason})
-        fx.emit("thread.state", {"state": self.state.value})
+        fx.emit(ThreadKilled, {"reason": reason})
+        fx.emit(StateChanged, {"state": self.state.value})

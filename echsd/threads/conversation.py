@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from echsd.events import HistoryPruned, ItemCompleted, ThreadCompacted
 from echsd.errors import Conflict, InvalidState
 from echsd.store import ops
 from echsd.threads.compaction import estimate_tokens, tail_start
@@ -53,7 +54,7 @@ class Conversation:
         start = len(history)
         history.extend(items)
         for item in items:
-            fx.emit("item.completed", {"turn_id": turn_id, "item": item})
+            fx.emit(ItemCompleted, {"turn_id": turn_id, "item": item})
         fx.statements.append(ops.append_items(self.thread_id, start, list(items), turn_id))
         return last_assistant_text(items)
 
@@ -70,7 +71,7 @@ class Conversation:
         self.items = list(keep)
         self.compaction = None  # a compaction planned on the old history counts for nothing
         self.measured = self.anchor = None
-        fx.emit("history.pruned", {"items_before": len(history), "items_after": len(self.items), "reason": reason})
+        fx.emit(HistoryPruned, {"items_before": len(history), "items_after": len(self.items), "reason": reason})
         fx.statements.append(ops.replace_items(self.thread_id, list(self.items)))
         return removed
 
@@ -108,7 +109,7 @@ class Conversation:
         before = len(history)
         self.items = [*replacement, *history[self._tail :]]
         fx = Effects()
-        fx.emit("thread.compacted", {"items_before": before, "items_after": len(self.items), "reason": reason})
+        fx.emit(ThreadCompacted, {"items_before": before, "items_after": len(self.items), "reason": reason})
         fx.statements.append(ops.replace_items(self.thread_id, list(self.items)))
         return fx
 

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from echsd.events import InputDelivered, PlanUpdated, StateChanged, ThreadConfigured, TurnStarted
 from echsd.codex import strip_reasoning_items
 from echsd.errors import InvalidState
 from echsd.ids import new_input_id, new_turn_id
@@ -267,7 +268,7 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
         updated, changed = reconfigure(self.config, changes, rules)
         self.config = updated
         fx = Effects()
-        fx.emit("thread.configured", {"config": updated.to_dict(), "changed": changed})
+        fx.emit(ThreadConfigured, {"config": updated.to_dict(), "changed": changed})
         fx.statements.append(ops.upsert_thread(self.to_row()))
         if "model" in changed and self.history:  # encrypted reasoning is readable by its own model only
             kept, _removed = strip_reasoning_items(self.history)
@@ -290,7 +291,7 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
         plan = {"explanation": explanation, "steps": steps}
         self.extra["plan"] = plan
         fx = Effects()
-        fx.emit("plan.updated", {"turn_id": self.turn.turn_id if self.turn else None, **plan})
+        fx.emit(PlanUpdated, {"turn_id": self.turn.turn_id if self.turn else None, **plan})
         fx.statements.append(ops.upsert_thread(self.to_row()))
         return fx
 
@@ -315,8 +316,8 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
         self.usage["turns"] = self.usage.get("turns", 0) + 1
         self.turn = turn
         fx = Effects(start_turn=turn)
-        fx.emit("thread.state", {"state": self.state.value})
-        fx.emit("turn.started", {"turn_id": turn.turn_id, "input_ids": turn.input_ids})
+        fx.emit(StateChanged, {"state": self.state.value})
+        fx.emit(TurnStarted, {"turn_id": turn.turn_id, "input_ids": turn.input_ids})
         self._deliver(fx, inputs, turn.turn_id)
         fx.statements.append(ops.upsert_thread(self.to_row()))
         return fx
@@ -335,7 +336,7 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
     def _deliver(self, fx: Effects, inputs: Sequence[PendingInput], turn_id: str) -> None:
         for pending in inputs:
             fx.statements.append(pending.write("delivered", turn_id=turn_id))
-            fx.emit("input.delivered", {"input_id": pending.input_id, "turn_id": turn_id, "mode": pending.mode.value})
+            fx.emit(InputDelivered, {"input_id": pending.input_id, "turn_id": turn_id, "mode": pending.mode.value})
         self._append(fx, [pending.item() for pending in inputs], turn_id)
 
     def _append(self, fx: Effects, items: Sequence[dict[str, Any]], turn_id: str | None) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from echsd.events import EventData
 from echsd.store import Statement
 
 USAGE_KEYS = ("input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens")
@@ -80,8 +81,9 @@ class Effects:
     cancel_compaction: bool = False  # cancel the running compaction (its result will be refused)
     turn_end: TurnEnd | None = None  # a turn ended in this unit
 
-    def emit(self, event_type: str, data: dict[str, Any]) -> None:
-        self.events.append((event_type, data))
+    def emit(self, kind: type[EventData], data: dict[str, Any]) -> None:
+        """An event of ``kind`` (its class, ``echsd.events``) with ``data`` (its fields)."""
+        self.events.append((kind.type_name, data))
 
     def merge(self, more: "Effects") -> None:
         """Append ``more``'s unit to this one (one atomic unit for both decisions)."""

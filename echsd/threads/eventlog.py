@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, Sequence
 
-from echsd.events import DELTA_EVENTS, Event
+from echsd.events import DELTA_EVENTS, Event, EventData
 from echsd.store import Statement, StoreWriter, Unit
 
 
@@ -51,13 +51,13 @@ class ThreadLog:
         self.deltas_since_fold += deltas
         return unit
 
-    def emit_one(self, event_type: str, data: dict[str, Any], *statements: Statement) -> Unit:
+    def emit_one(self, kind: type[EventData], data: dict[str, Any], *statements: Statement) -> Unit:
         """The hot path (every delta): one event, no intermediate lists."""
         seq = self.last_seq + 1
-        unit = Unit(events=[Event(self.thread_id, seq, event_type, time.time(), data)], statements=list(statements), fence=self.thread_id)
+        unit = Unit(events=[Event(self.thread_id, seq, kind.type_name, time.time(), data)], statements=list(statements), fence=self.thread_id)
         self.writer.put_nowait(unit)
         self.last_seq = seq
-        if event_type in DELTA_EVENTS:
+        if kind.streamed:
             self.deltas_since_fold += 1
             self.delta_chars_since_fold += _delta_size(data)
         return unit

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from echsd.events import RunFinished, StateChanged, TurnError, TurnInterrupted
 from echsd.errors import Conflict, InvalidState
 from echsd.store import InputRow, ops
 from echsd.threads.compaction import AUTO_KEEP_USER_TURNS
@@ -65,14 +66,14 @@ class HistoryDecisions:
             if crashed is not None:
                 error = {"code": "internal", "message": f"the thread worker crashed: {crashed}"}
                 end = TurnEnd(turn_id, "error", None, error, "", self.state.value)
-                fx.emit("turn.error", {"turn_id": turn_id, "error": end.error})
+                fx.emit(TurnError, {"turn_id": turn_id, "error": end.error})
             else:
                 end = TurnEnd(turn_id, "interrupted", "restart", None, "", self.state.value)
-                fx.emit("turn.interrupted", {"turn_id": turn_id, "reason": end.reason})
-            fx.emit("thread.state", {"state": self.state.value})
+                fx.emit(TurnInterrupted, {"turn_id": turn_id, "reason": end.reason})
+            fx.emit(StateChanged, {"state": self.state.value})
             run = self.extra.pop("autorun", None)
             if run is not None:  # its turn died with the daemon or the worker
-                fx.emit("run.finished", {"input_id": run["input_id"], "turns": run["turns"], "reason": "restart"})
+                fx.emit(RunFinished, {"input_id": run["input_id"], "turns": run["turns"], "reason": "restart"})
             # Closed like any other turn: a parent waiting on this thread reads how it ended.
             self.extra["last_turn"] = {"turn_id": turn_id, "status": end.status, "reason": end.reason, "final_text": ""}
             fx.turn_end = end

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence
 
+from echsd.events import EventData
 from echsd.codex import RateLimits, ResponsesClient, Usage
 from echsd.settings import Tuning
 from echsd.threads.config import ThreadConfig
@@ -35,10 +36,10 @@ class TurnHost(Protocol):
     def autorun(self) -> dict[str, Any] | None:
         """The autonomous run this turn belongs to (``autorun.py``), if any."""
 
-    async def emit(self, event_type: str, data: dict[str, Any]) -> None:
+    async def emit(self, kind: type[EventData], data: dict[str, Any]) -> None:
         """A transient event of this turn (a delta, tool progress): logged, changes no state."""
 
-    async def append_items(self, items: Sequence[dict[str, Any]], before: Sequence[tuple[str, dict[str, Any]]] = ()) -> None:
+    async def append_items(self, items: Sequence[dict[str, Any]], before: Sequence[tuple[type[EventData], dict[str, Any]]] = ()) -> None:
         """Items join the history (after the ``before`` events), in one store unit."""
 
     async def deliver_steers(self) -> None:

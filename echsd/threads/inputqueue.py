@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Sequence
 
+from echsd.events import InputDropped, InputQueued
 from echsd.errors import InvalidState
 from echsd.store import InputRow
 from echsd.threads.effects import Effects
@@ -48,7 +49,7 @@ class InputQueue:
         for waiting, row in zip(pending, inputs):
             if row.status == "steering":
                 fx.statements.append(waiting.write("queued"))
-                fx.emit("input.queued", {"input_id": waiting.input_id, "position": 1})
+                fx.emit(InputQueued, {"input_id": waiting.input_id, "position": 1})
 
     def append(self, fx: Effects, pending: PendingInput) -> None:
         queue = self._loaded()
@@ -56,7 +57,7 @@ class InputQueue:
         self._next_position += 1
         queue.append(pending)
         fx.statements.append(pending.write("queued"))
-        fx.emit("input.queued", {"input_id": pending.input_id, "position": len(queue)})
+        fx.emit(InputQueued, {"input_id": pending.input_id, "position": len(queue)})
 
     def steer(self, fx: Effects, pending: PendingInput) -> None:
         pending.position = 0
@@ -69,7 +70,7 @@ class InputQueue:
         pending.position = 0
         queue.appendleft(pending)
         fx.statements.append(pending.write("queued"))
-        fx.emit("input.queued", {"input_id": pending.input_id, "position": 1})
+        fx.emit(InputQueued, {"input_id": pending.input_id, "position": 1})
 
     def popleft(self) -> PendingInput | None:
         queue = self._loaded()
@@ -86,7 +87,7 @@ class InputQueue:
             waiting.position = 0
             queue.appendleft(waiting)
             fx.statements.append(waiting.write("queued"))
-            fx.emit("input.queued", {"input_id": waiting.input_id, "position": 1})
+            fx.emit(InputQueued, {"input_id": waiting.input_id, "position": 1})
 
     def drop_queue(self, fx: Effects, reason: str) -> int:
         queue = self._loaded()
@@ -124,4 +125,4 @@ class InputQueue:
 def _drop(fx: Effects, inputs: Sequence[PendingInput], reason: str) -> None:
     for pending in inputs:
         fx.statements.append(pending.write("dropped", reason=reason))
-        fx.emit("input.dropped", {"input_id": pending.input_id, "reason": reason})
+        fx.emit(InputDropped, {"input_id": pending.input_id, "reason": reason})

@@ -29,7 +29,7 @@ from echsd.agent_types import SHIPPED, AgentType
 from echsd.blackboard.board import Blackboard
 from echsd.codex import ResponsesClient
 from echsd.errors import EchsError, InvalidState, NotFound, Timeout, Unavailable
-from echsd.events import Event
+from echsd.events import Event, ThreadCreated, ThreadDeleted
 from echsd.ids import is_thread_id, new_thread_id
 from echsd.logs import get_logger
 from echsd.ops.base import Op
@@ -324,7 +324,7 @@ class Supervisor:
         record = ThreadRecord(core, ThreadLog(thread_id, self.store.writer, 0), node)
         self.records[thread_id] = record
         unit = record.log.emit_one(
-            "thread.created", {"thread": record.to_object()}, ops.upsert_thread(core.to_row()), ops.set_owner(thread_id, node, epoch)
+            ThreadCreated, {"thread": record.to_object()}, ops.upsert_thread(core.to_row()), ops.set_owner(thread_id, node, epoch)
         )
         return record, unit
 
@@ -344,7 +344,7 @@ class Supervisor:
         (never stored: their logs went with them), their workers end."""
         now = time.time()
         gone = [record for record in (self.records.pop(tid, None) for tid in thread_ids) if record is not None]
-        notices = [Event(r.thread_id, r.log.last_seq + 1, "thread.deleted", now, {"root": root}) for r in gone]
+        notices = [Event(r.thread_id, r.log.last_seq + 1, ThreadDeleted.type_name, now, {"root": root}) for r in gone]
         if notices:
             await self.store.writer.commit(Unit(notices=notices))
         for record in gone:

@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 import trio
 
+from echsd.events import ToolCompleted, ToolStarted
 from echsd.logs import get_logger
 from echsd.threads.approvals import needs_approval
 from echsd.threads.history import function_call_output
@@ -70,7 +71,7 @@ async def _run_one(host: TurnHost, call: dict[str, Any], repeated: Mapping[str, 
         prepared = PreparedCall(name, raw_arguments(call), error=refusal)
     else:
         prepared = await _prepare(host, call)
-    await host.emit("tool.started", {"turn_id": turn_id, "call_id": call_id, "name": name, "arguments": prepared.display})
+    await host.emit(ToolStarted, {"turn_id": turn_id, "call_id": call_id, "name": name, "arguments": prepared.display})
     started = time.monotonic()
     result = await _invoke(host, prepared, call_id)
     output = result.output
@@ -86,7 +87,7 @@ async def _run_one(host: TurnHost, call: dict[str, Any], repeated: Mapping[str, 
         **result.meta,
     }
     output_item = function_call_output(call_id, output, call.get("type", "function_call"))
-    await host.append_items([output_item], before=[("tool.completed", completed)])
+    await host.append_items([output_item], before=[(ToolCompleted, completed)])
 
 
 async def _prepare(host: TurnHost, call: dict[str, Any]) -> PreparedCall:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from echsd.events import TurnDelta, TurnReasoningDelta, TurnRetry
 from echsd.codex import (
     BadModelRequest,
     Completed,
@@ -146,9 +147,9 @@ async def _stream(host: TurnHost, budget: RetryBudget) -> Calls:
         async for event in events:
             if isinstance(event, TextDelta):
                 partial.append(event.delta)
-                await emit("turn.delta", {"turn_id": turn_id, "item_id": event.item_id, "delta": event.delta})
+                await emit(TurnDelta, {"turn_id": turn_id, "item_id": event.item_id, "delta": event.delta})
             elif isinstance(event, ReasoningDelta):
-                await emit("turn.reasoning_delta", {"turn_id": turn_id, "item_id": event.item_id, "delta": event.delta})
+                await emit(TurnReasoningDelta, {"turn_id": turn_id, "item_id": event.item_id, "delta": event.delta})
             elif isinstance(event, ItemDone):
                 partial.clear()
                 item = event.item
@@ -183,7 +184,7 @@ def _distinct_call_id(item: dict[str, Any], seen: set[str], repeated: dict[str, 
 async def _notice(host: TurnHost, event: Any) -> None:
     if isinstance(event, Retrying):
         data = {"attempt": event.attempt, "max_retries": event.max_retries, "delay_s": event.delay_s, "reason": event.reason, "code": event.code}
-        await host.emit("turn.retry", {"turn_id": host.turn_id, **data})
+        await host.emit(TurnRetry, {"turn_id": host.turn_id, **data})
     elif isinstance(event, RateLimitsUpdated):
         await host.note_rate_limits(event.limits)
     elif isinstance(event, SummaryUnavailable):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from echsd.events import EventData, RunFinished, StateChanged, TurnCompleted, TurnError, TurnInterrupted, TurnUsage
 from echsd.codex import strip_reasoning_items
 from echsd.done_marker import split_done
 from echsd.store import ops
@@ -57,9 +58,9 @@ class TurnDecisions:
 
         def _become_killed(self, fx: Effects, trigger: Trigger) -> None: ...
 
-    def append_items(self, items: Sequence[dict[str, Any]], before: Sequence[tuple[str, dict[str, Any]]] = ()) -> Effects:
+    def append_items(self, items: Sequence[dict[str, Any]], before: Sequence[tuple[type[EventData], dict[str, Any]]] = ()) -> Effects:
         """Items join the history (with ``item.completed`` each), after ``before`` events."""
-        fx = Effects(events=list(before))
+        fx = Effects(events=[(kind.type_name, data) for kind, data in before])
         self._append(fx, items, self.turn.turn_id if self.turn is not None else None)
         return fx
 
@@ -135,14 +136,14 @@ class TurnDecisions:
             self.conversation.append(fx, [interrupted_reply(partial)], turn.turn_id)
         for key in (*USAGE_KEYS, "cost_usd"):
             self.usage[key] = self.usage.get(key, 0) + turn.usage[key]
-        fx.emit("turn.usage", {"turn_id": turn.turn_id, **turn.usage})
+        fx.emit(TurnUsage, {"turn_id": turn.turn_id, **turn.usage})
         final_text, done = split_done(turn.final_text)
         if status == "completed":
-            fx.emit("turn.completed", {"turn_id": turn.turn_id, "final_text": final_text, **({"done": True} if done else {})})
+            fx.emit(TurnCompleted, {"turn_id": turn.turn_id, "final_text": final_text, **({"done": True} if done else {})})
         elif status == "interrupted":
-            fx.emit("turn.interrupted", {"turn_id": turn.turn_id, "reason": reason})
+            fx.emit(TurnInterrupted, {"turn_id": turn.turn_id, "reason": reason})
         else:
-            fx.emit("turn.error", {"turn_id": turn.turn_id, "error": error})
+            fx.emit(TurnError, {"turn_id": turn.turn_id, "error": error})
         self.turn = None
         self.active_turn = None
         if turn.autorun:
@@ -152,7 +153,7 @@ class TurnDecisions:
         else:
             self.inputs.requeue_steers(fx)
             self.state = transition(self.state, Trigger.TURN_END_PAUSED if reason == "pause" else Trigger.TURN_END)
-            fx.emit("thread.state", {"state": self.state.value})
+            fx.emit(StateChanged, {"state": self.state.value})
         # What a parent waiting on this thread reads (kept with the thread: restarts keep it).
         self.extra["last_turn"] = {"turn_id": turn.turn_id, "status": status, "reason": reason, "final_text": final_text}
         fx.statements.append(ops.upsert_thread(self.to_row()))
@@ -168,4 +169,4 @@ class TurnDecisions:
             run["awaiting"] = pending.input_id
             return
         del self.extra["autorun"]
-        fx.emit("run.finished", {"input_id": run["input_id"], "turns": run["turns"], "reason": end_reason(status, reason, done)})
+        fx.emit(RunFinished, {"input_id": run["input_id"], "turns": run["turns"], "reason": end_reason(status, reason, done)})

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from echsd.events import AccountRateLimits, EventData, ToolOutput
 from echsd.codex import ModelError, RateLimits, ResponsesClient, Usage
 from echsd.logs import get_logger
 from echsd.threads.compactor import compact_head
@@ -64,11 +65,11 @@ class ActorTurnHost:
         turn = self.core.turn
         return self.core.extra.get("autorun") if turn is not None and turn.autorun else None
 
-    async def emit(self, event_type: str, data: dict[str, Any]) -> None:
+    async def emit(self, kind: type[EventData], data: dict[str, Any]) -> None:
         await self.log.ready()
-        self.log.emit_one(event_type, data)
+        self.log.emit_one(kind, data)
 
-    async def append_items(self, items: Sequence[dict[str, Any]], before: Sequence[tuple[str, dict[str, Any]]] = ()) -> None:
+    async def append_items(self, items: Sequence[dict[str, Any]], before: Sequence[tuple[type[EventData], dict[str, Any]]] = ()) -> None:
         await self.log.ready()
         self.commit(self.core.append_items(items, before))
 
@@ -135,7 +136,7 @@ class ActorTurnHost:
     async def note_rate_limits(self, limits: Sequence[RateLimits]) -> None:
         reported = [limit.to_dict() for limit in limits]
         self.limits.record(reported)
-        await self.emit("account.rate_limits", {"turn_id": self.turn_id, "limits": reported})
+        await self.emit(AccountRateLimits, {"turn_id": self.turn_id, "limits": reported})
 
     async def request_approval(self, call_id: str, tool: str, arguments: Any, summary: str) -> str:
         request = PendingApproval(new_approval_id(), self.thread_id, self.turn_id, call_id, tool, arguments, summary)
@@ -163,7 +164,7 @@ class ActorTurnHost:
         async def emit_output(stream: str, chunk: str) -> None:
             chunk = self._within_output_budget(printable(chunk))
             if chunk:
-                await self.emit("tool.output", {"turn_id": turn_id, "call_id": call_id, "stream": stream, "chunk": chunk})
+                await self.emit(ToolOutput, {"turn_id": turn_id, "call_id": call_id, "stream": stream, "chunk": chunk})
 
         return ToolContext(
             thread_id=self.thread_id,

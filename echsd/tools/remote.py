@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import trio
 
+from echsd.events import RemoteToolCall
 from echsd.errors import BadRequest, NotFound
 from echsd.tools.base import ToolContext, ToolResult, ToolSpec
 from echsd.tools.capabilities import Peer
@@ -88,7 +89,7 @@ class RemoteTool:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         message = {
-            "event": "tool.call",
+            "event": RemoteToolCall.type_name,
             "thread_id": ctx.thread_id,
             "seq": None,
             "ts": time.time(),

@@ -16,7 +16,7 @@ import orjson
 import trio
 
 from echsd.errors import BadRequest
-from echsd.events import Event
+from echsd.events import Event, ThreadDeleted
 from echsd.logs import get_logger
 from echsd.store import Gap, Store, queries
 from echsd.store.queries import EventRow
@@ -28,7 +28,7 @@ from echsd.wire.follow import ALL, Follow
 from echsd.wire.outbox import Outbox
 
 MAX_PAGE = 1000
-DELETED = "thread.deleted"  # a thread's last event: its stream ends
+DELETED = ThreadDeleted.type_name  # a thread's last event: its stream ends
 log = get_logger(__name__)
 
 _last_event: Event | None = None
