@@ -17,15 +17,16 @@ pattern:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from echsd.appserver import agents, items
 from echsd.appserver.agents import AgentCall, Spawned
 from echsd.appserver.outs import Notify, Out
 from echsd.appserver.sessions import Session, Sessions, exit_of, session_id_of
+from echsd.events import SubagentCompleted, SubagentSpawned, ToolCompleted, ToolOutput, ToolStarted
 
 if TYPE_CHECKING:
-    from echsd.appserver.translate import ThreadTranslator
+    from echsd.appserver.turns import Entry, TurnView
 
 Call = items.ToolCall | AgentCall
 
@@ -33,16 +34,30 @@ Call = items.ToolCall | AgentCall
 class CallEvents:
     """The tool-call handlers of ``ThreadTranslator`` (a mixin: it shares its state)."""
 
+    if TYPE_CHECKING:  # provided by ThreadTranslator
+        uuid: str
+        cwd: str
+        turn: TurnView | None
+        last_turn: TurnView | None
+
+        def _ids(self, turn: TurnView | None = None) -> dict[str, str]: ...
+
+        def _started(self, item: dict[str, Any], ms: int, turn: TurnView | None = None) -> Notify: ...
+
+        def _completed(self, item: dict[str, Any], started_ms: int, ms: int, turn: TurnView | None = None) -> Notify: ...
+
+        def _keep(self, item: dict[str, Any], started_ms: int, ms: int, turn: TurnView | None = None) -> Entry | None: ...
+
     def calls_init(self, sessions: Sessions) -> None:
         self.sessions = sessions
         self.calls: dict[str, Call] = {}
         self.agents: dict[str, Spawned] = {}  # children seen spawned, by thread id
         self._call_started: dict[str, int] = {}
 
-    def tool_started(self: ThreadTranslator, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+    def tool_started(self, event: ToolStarted, ms: int, seq: int) -> list[Out]:
         if self.turn is None:
             return []
-        call_id, name, arguments = str(data.get("call_id")), str(data.get("name")), data.get("arguments")
+        call_id, name, arguments = str(event.call_id), str(event.name), event.arguments
         if name == "write_stdin":
             return self._typing(call_id, arguments)
         call = agents.agent_call(call_id, name, arguments, self.uuid) or items.tool_call(call_id, name, arguments, self.cwd)
@@ -52,10 +67,10 @@ class CallEvents:
         self._call_started[call_id] = ms
         return [self._started(call.item(), ms)]
 
-    def tool_output(self: ThreadTranslator, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+    def tool_output(self, event: ToolOutput, ms: int, seq: int) -> list[Out]:
         if self.turn is None:
             return []
-        call_id = str(data.get("call_id"))
+        call_id = str(event.call_id)
         call = self.calls.get(call_id)
         if isinstance(call, items.ToolCall) and call.kind == "commandExecution":
             item_id = call_id
@@ -64,11 +79,11 @@ class CallEvents:
             if session is None:
                 return []
             item_id = session.call.call_id
-        params = {**self._ids(), "itemId": item_id, "delta": str(data.get("chunk", ""))}
+        params = {**self._ids(), "itemId": item_id, "delta": str(event.chunk or "")}
         return [Notify("item/commandExecution/outputDelta", params)]
 
-    def tool_completed(self: ThreadTranslator, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        call_id = str(data.get("call_id"))
+    def tool_completed(self, event: ToolCompleted, ms: int, seq: int) -> list[Out]:
+        call_id, data = str(event.call_id), event.raw
         typed_into = self.sessions.typed(call_id)
         if typed_into is not None:
             return self._typed(typed_into, data, ms)
@@ -84,7 +99,7 @@ class CallEvents:
                 return self._session_opened(call, started, ms)
         return [self._completed(call.item(), started, ms)]
 
-    def abandon_calls(self: ThreadTranslator, ms: int) -> list[Out]:
+    def abandon_calls(self, ms: int) -> list[Out]:
         """The turn ended: the calls still running end with it."""
         out: list[Out] = []
         for call in self.calls.values():
@@ -95,13 +110,13 @@ class CallEvents:
 
     # -- exec sessions ------------------------------------------------------------------------
 
-    def _session_opened(self: ThreadTranslator, call: items.ToolCall, started_ms: int, ms: int) -> list[Out]:
+    def _session_opened(self, call: items.ToolCall, started_ms: int, ms: int) -> list[Out]:
         assert self.turn is not None and call.process_id is not None
         entry = self._keep(call.item(), started_ms, ms)  # its place in the turn, in progress
         self.sessions.open(Session(int(call.process_id), call, self.turn.id, started_ms, entry))
         return [self._started(call.item(), ms)]
 
-    def _typing(self: ThreadTranslator, call_id: str, arguments: Any) -> list[Out]:
+    def _typing(self, call_id: str, arguments: Any) -> list[Out]:
         """A ``write_stdin`` call started: its session's terminal interaction."""
         session_id = session_id_of(arguments)
         if session_id is None:
@@ -112,7 +127,7 @@ class CallEvents:
         params = {**self._ids(), "itemId": session.call.call_id if session else call_id, "processId": str(session_id), "stdin": chars}
         return [Notify("item/commandExecution/terminalInteraction", params)]
 
-    def _typed(self: ThreadTranslator, session_id: int, data: dict[str, Any], ms: int) -> list[Out]:
+    def _typed(self, session_id: int, data: Mapping[str, Any], ms: int) -> list[Out]:
         """A ``write_stdin`` call returned: its output, and maybe its session's end."""
         session = self.sessions.get(session_id)
         if session is None:
@@ -126,7 +141,7 @@ class CallEvents:
         self.sessions.end(session_id)
         return self.end_sessions([session], ms, exit_code)
 
-    def end_sessions(self: ThreadTranslator, ended: list[Session], ms: int, exit_code: int | None = None) -> list[Out]:
+    def end_sessions(self, ended: list[Session], ms: int, exit_code: int | None = None) -> list[Out]:
         """Complete the items of sessions that ended (``exit_code`` None: killed)."""
         out: list[Out] = []
         for session in ended:
@@ -137,20 +152,20 @@ class CallEvents:
             out.append(Notify("item/completed", {"item": item, "threadId": self.uuid, "turnId": session.turn_id, "completedAtMs": ms}))
         return out
 
-    def sessions_of_earlier_daemons(self: ThreadTranslator, ms: int) -> list[Out]:
+    def sessions_of_earlier_daemons(self, ms: int) -> list[Out]:
         if not self.sessions:
             return []
         return self.end_sessions(self.sessions.end_before_boot(ms), self.sessions.boot_ms)
 
     # -- sub-agents ---------------------------------------------------------------------------
 
-    def subagent_spawned(self: ThreadTranslator, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        self.agents[str(data.get("agent_id"))] = agents.spawned(data)
+    def subagent_spawned(self, event: SubagentSpawned, ms: int, seq: int) -> list[Out]:
+        self.agents[str(event.agent_id)] = agents.spawned(event.raw)
         return []
 
-    def subagent_completed(self: ThreadTranslator, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+    def subagent_completed(self, event: SubagentCompleted, ms: int, seq: int) -> list[Out]:
         turn = self.turn or self.last_turn
-        item = agents.activity(f"item-{seq}", data, self.agents.get(str(data.get("agent_id"))))
+        item = agents.activity(f"item-{seq}", event.raw, self.agents.get(str(event.agent_id)))
         if turn is None or item is None:
             return []
         return [self._started(item, ms, turn), self._completed(item, ms, ms, turn)]

@@ -45,8 +45,36 @@ from echsd.appserver.ids import thread_uuid
 from echsd.appserver.outs import ApprovalEnded, AskApproval, Notify, Out
 from echsd.appserver.sessions import Sessions, session_id_of
 from echsd.appserver.turns import USAGE_FIELDS, Entry, TurnView, status_object, usage_breakdown
+from echsd.events import (
+    AccountRateLimits,
+    ApprovalRequested,
+    ApprovalResolved,
+    EventData,
+    EventsGap,
+    InputDelivered,
+    ItemCompleted,
+    PlanUpdated,
+    StateChanged,
+    SubagentCompleted,
+    SubagentSpawned,
+    ThreadCompacted,
+    ThreadConfigured,
+    ThreadCreated,
+    ToolCompleted,
+    ToolOutput,
+    ToolStarted,
+    TurnCompleted,
+    TurnDelta,
+    TurnError,
+    TurnInterrupted,
+    TurnReasoningDelta,
+    TurnRetry,
+    TurnStarted,
+    TurnUsage,
+    TurnWaiting,
+)
 
-TURN_END_STATUS = {"turn.completed": "completed", "turn.interrupted": "interrupted", "turn.error": "failed"}
+TURN_END_STATUS: dict[type[EventData], str] = {TurnCompleted: "completed", TurnInterrupted: "interrupted", TurnError: "failed"}
 PLAN_STATUS = {"pending": "pending", "in_progress": "inProgress", "completed": "completed"}
 
 
@@ -100,15 +128,16 @@ class ThreadTranslator(CallEvents):
         if isinstance(seq, int):
             if seq <= self.last_seq:
                 return []  # seen already (replay and live overlap)
-            if event.get("event") != "events.gap":
+            if event.get("event") != EventsGap.type_name:
                 self.last_seq = seq
-        handler = _HANDLERS.get(str(event.get("event")))
-        if handler is None:
+        found = _HANDLERS.get(str(event.get("event")))
+        if found is None:
             return []
+        kind, handler = found
         data = event.get("data")
         ms = int(float(event.get("ts") or 0.0) * 1000)
         out = self.sessions_of_earlier_daemons(ms)
-        return out + handler(self, data if isinstance(data, dict) else {}, ms, seq if isinstance(seq, int) else 0)
+        return out + handler(self, kind.of(data if isinstance(data, dict) else {}), ms, seq if isinstance(seq, int) else 0)
 
     def seed(self, thread: Mapping[str, Any]) -> None:
         """Start from an echsd thread object instead of the log's beginning: events up to
@@ -121,20 +150,21 @@ class ThreadTranslator(CallEvents):
         """Read an event past the turns being replayed (``history``) only for what still
         changes them: their exec sessions' ends, and the thread's cwd."""
         kind, data = event.get("event"), event.get("data")
-        if not isinstance(data, dict) or not (self.sessions or kind == "thread.configured"):
+        if not isinstance(data, dict) or not (self.sessions or kind == ThreadConfigured.type_name):
             return
         seq, ms = int(event.get("seq") or 0), int(float(event.get("ts") or 0.0) * 1000)
         self.sessions_of_earlier_daemons(ms)
-        if kind == "thread.configured":
-            self._thread_configured(data, ms, seq)
-        elif kind == "thread.state" and data.get("state") in ("paused", "killed"):
+        if kind == ThreadConfigured.type_name:
+            self._thread_configured(ThreadConfigured.of(data), ms, seq)
+        elif kind == StateChanged.type_name and StateChanged.of(data).state in ("paused", "killed"):
             self.end_sessions(self.sessions.end_all(), ms)
-        elif kind == "tool.started" and data.get("name") == "write_stdin":
-            session_id = session_id_of(data.get("arguments"))
+        elif kind == ToolStarted.type_name:
+            started = ToolStarted.of(data)
+            session_id = session_id_of(started.arguments) if started.name == "write_stdin" else None
             if session_id is not None:
-                self.sessions.typing(str(data.get("call_id")), session_id)
-        elif kind == "tool.completed":
-            self.tool_completed(data, ms, seq)
+                self.sessions.typing(str(started.call_id), session_id)
+        elif kind == ToolCompleted.type_name:
+            self.tool_completed(ToolCompleted.of(data), ms, seq)
 
     def settle(self) -> None:
         """The log has been read to its end: sessions older than this daemon are over."""
@@ -150,15 +180,15 @@ class ThreadTranslator(CallEvents):
 
     # -- thread ------------------------------------------------------------------------------
 
-    def _thread_created(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        thread = data.get("thread") if isinstance(data.get("thread"), dict) else {}
+    def _thread_created(self, event: ThreadCreated, ms: int, seq: int) -> list[Out]:
+        thread = event.thread if isinstance(event.thread, dict) else {}
         self._configure(thread.get("config"))
         return []
 
-    def _thread_configured(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        if "cwd" in (data.get("changed") or ()) and self.cwd_moved_at is None:
+    def _thread_configured(self, event: ThreadConfigured, ms: int, seq: int) -> list[Out]:
+        if "cwd" in (event.changed or ()) and self.cwd_moved_at is None:
             self.cwd_moved_at = seq
-        self._configure(data.get("config"))
+        self._configure(event.config)
         return []
 
     def _configure(self, config: Any) -> None:
@@ -166,8 +196,8 @@ class ThreadTranslator(CallEvents):
             self.cwd = str(config.get("cwd") or self.cwd)
             self.model = str(config.get("model") or self.model)
 
-    def _thread_state(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        state = str(data.get("state") or "idle")
+    def _thread_state(self, event: StateChanged, ms: int, seq: int) -> list[Out]:
+        state = str(event.state or "idle")
         out = self.end_sessions(self.sessions.end_all(), ms) if state in ("paused", "killed") else []
         if state == self.state:
             return out
@@ -179,9 +209,9 @@ class ThreadTranslator(CallEvents):
 
     # -- turns -------------------------------------------------------------------------------
 
-    def _turn_started(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+    def _turn_started(self, event: TurnStarted, ms: int, seq: int) -> list[Out]:
         out = self._close_turn("interrupted", None, ms)  # a turn left open (a crash): close it
-        self.turn = self.last_turn = TurnView(str(data.get("turn_id")), ms / 1000, seq, self.cwd)
+        self.turn = self.last_turn = TurnView(str(event.turn_id), ms / 1000, seq, self.cwd)
         if self.keep_turns:
             self.turns.append(self.turn)
         self._delivered.clear()
@@ -203,53 +233,53 @@ class ThreadTranslator(CallEvents):
         out.append(Notify("turn/completed", {"threadId": self.uuid, "turn": turn.to_turn("summary")}))
         return out
 
-    def _turn_retry(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+    def _turn_retry(self, event: TurnRetry, ms: int, seq: int) -> list[Out]:
         if self.turn is None:
             return []
-        message = f"retrying the model request (attempt {data.get('attempt')}): {data.get('reason')}"
+        message = f"retrying the model request (attempt {event.attempt}): {event.reason}"
         return [Notify("error", {"threadId": self.uuid, "turnId": self.turn.id, "error": {"message": message}, "willRetry": True})]
 
-    def _turn_usage(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        last = usage_breakdown(data)
+    def _turn_usage(self, event: TurnUsage, ms: int, seq: int) -> list[Out]:
+        last = usage_breakdown(event.raw)
         for key, value in last.items():
             self.total[key] += value
         if self._usage_total is not None:
             self.total = usage_breakdown(self._usage_total())
         window = self._context_window(self.model) if self._context_window is not None and self.model else None
         usage = {"total": dict(self.total), "last": last, "modelContextWindow": window}
-        turn_id = str(data.get("turn_id") or self.running_turn or "")
+        turn_id = str(event.turn_id or self.running_turn or "")
         return [Notify("thread/tokenUsage/updated", {"threadId": self.uuid, "turnId": turn_id, "tokenUsage": usage})]
 
-    def _plan_updated(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        turn_id = data.get("turn_id") or self.running_turn
+    def _plan_updated(self, event: PlanUpdated, ms: int, seq: int) -> list[Out]:
+        turn_id = event.turn_id or self.running_turn
         if not turn_id:
             return []
-        steps = [step for step in data.get("steps") or () if isinstance(step, dict)]
+        steps = [step for step in event.steps or () if isinstance(step, dict)]
         plan = [{"step": str(step.get("step", "")), "status": PLAN_STATUS.get(str(step.get("status")), "pending")} for step in steps]
-        params = {"threadId": self.uuid, "turnId": str(turn_id), "explanation": data.get("explanation"), "plan": plan}
+        params = {"threadId": self.uuid, "turnId": str(turn_id), "explanation": event.explanation, "plan": plan}
         return [Notify("turn/plan/updated", params)]
 
-    def _rate_limits(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        limits = [entry for entry in data.get("limits") or () if isinstance(entry, dict)]
+    def _rate_limits(self, event: AccountRateLimits, ms: int, seq: int) -> list[Out]:
+        limits = [entry for entry in event.limits or () if isinstance(entry, dict)]
         return [Notify("account/rateLimits/updated", {"rateLimits": shapes.rate_limits(entry)}) for entry in limits]
 
-    def _compacted(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+    def _compacted(self, event: ThreadCompacted, ms: int, seq: int) -> list[Out]:
         if self.turn is None:
             return []
         item = {"type": "contextCompaction", "id": f"item-{seq}"}
         return [self._started(item, ms), self._completed(item, ms, ms)]
 
-    def _turn_waiting(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        return [Notify("warning", {"threadId": self.uuid, "message": f"The turn waits: {data.get('reason') or 'no free slot'}"})]
+    def _turn_waiting(self, event: TurnWaiting, ms: int, seq: int) -> list[Out]:
+        return [Notify("warning", {"threadId": self.uuid, "message": f"The turn waits: {event.reason or 'no free slot'}"})]
 
     # -- items -------------------------------------------------------------------------------
 
-    def _input_delivered(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        self._delivered.append(str(data.get("input_id")))
+    def _input_delivered(self, event: InputDelivered, ms: int, seq: int) -> list[Out]:
+        self._delivered.append(str(event.input_id))
         return []
 
-    def _item_completed(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        item = data.get("item")
+    def _item_completed(self, event: ItemCompleted, ms: int, seq: int) -> list[Out]:
+        item = event.item
         if not isinstance(item, dict) or self.turn is None:
             return []
         if items.is_user_message(item):
@@ -275,18 +305,18 @@ class ThreadTranslator(CallEvents):
         out.append(self._completed(build(streaming.item_id, content), streaming.started_ms, ms))
         return out
 
-    def _delta(self, kind: str, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
+    def _delta(self, kind: str, event: TurnDelta | TurnReasoningDelta, ms: int, seq: int) -> list[Out]:
         """A streamed piece of an agent message or reasoning summary (``kind``)."""
         if self.turn is None:
             return []
         build, method, extra = _STREAMED[kind]
-        item_id = str(data.get("item_id") or f"item-{seq}")
+        item_id = str(event.item_id or f"item-{seq}")
         out: list[Out] = []
         streaming = self._streaming.get(kind)
         if streaming is None or streaming.item_id != item_id:
             self._streaming[kind] = _Streaming(item_id, ms)
             out.append(self._started(build(item_id, [] if kind == "reasoning" else ""), ms))
-        out.append(Notify(method, {**self._ids(), "itemId": item_id, "delta": str(data.get("delta", "")), **extra}))
+        out.append(Notify(method, {**self._ids(), "itemId": item_id, "delta": str(event.delta or ""), **extra}))
         return out
 
     def _started(self, item: dict[str, Any], ms: int, turn: TurnView | None = None) -> Notify:
@@ -315,10 +345,10 @@ class ThreadTranslator(CallEvents):
 
     # -- approvals ---------------------------------------------------------------------------
 
-    def _approval_requested(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        approval_id = str(data.get("request_id"))
-        self.approvals[approval_id] = data
-        return [self._ask(approval_id, data), self._status_changed()]
+    def _approval_requested(self, event: ApprovalRequested, ms: int, seq: int) -> list[Out]:
+        approval_id = str(event.request_id)
+        self.approvals[approval_id] = dict(event.raw)
+        return [self._ask(approval_id, self.approvals[approval_id]), self._status_changed()]
 
     def _ask(self, approval_id: str, data: dict[str, Any]) -> AskApproval:
         call = self.calls.get(str(data.get("call_id")))
@@ -330,11 +360,11 @@ class ThreadTranslator(CallEvents):
         that attaches to a thread mid-approval is asked too)."""
         return [self._ask(approval_id, data) for approval_id, data in self.approvals.items() if approval_id in still_waiting]
 
-    def _approval_resolved(self, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        approval_id = str(data.get("request_id"))
+    def _approval_resolved(self, event: ApprovalResolved, ms: int, seq: int) -> list[Out]:
+        approval_id = str(event.request_id)
         if self.approvals.pop(approval_id, None) is None:
             return []
-        return [ApprovalEnded(approval_id, str(data.get("decision"))), self._status_changed()]
+        return [ApprovalEnded(approval_id, str(event.decision)), self._status_changed()]
 
 
 # Streamed item kinds: how to build the item, the delta notification, its extra params.
@@ -344,14 +374,14 @@ _STREAMED: dict[str, tuple[Callable[[str, Any], dict[str, Any]], str, dict[str, 
 }
 
 
-def _make_turn_end(status: str) -> Callable[[ThreadTranslator, dict[str, Any], int, int], list[Out]]:
-    def handler(self: ThreadTranslator, data: dict[str, Any], ms: int, seq: int) -> list[Out]:
-        if self.turn is None or (data.get("turn_id") is not None and data.get("turn_id") != self.turn.id):
-            if status == "failed" and data.get("error"):
-                message = _error_message(data.get("error"))
-                return [Notify("warning", {"threadId": self.uuid, "message": message})]
+def _make_turn_end(status: str) -> Handler:
+    def handler(self: ThreadTranslator, event: Any, ms: int, seq: int) -> list[Out]:
+        failure = event.error if isinstance(event, TurnError) else None
+        if self.turn is None or (event.turn_id is not None and event.turn_id != self.turn.id):
+            if failure:
+                return [Notify("warning", {"threadId": self.uuid, "message": _error_message(failure)})]
             return []
-        error = {"message": _error_message(data.get("error"))} if status == "failed" else None
+        error = {"message": _error_message(failure)} if status == "failed" else None
         return self._close_turn(status, error, ms)
 
     return handler
@@ -364,27 +394,30 @@ def _error_message(error: Any) -> str:
     return str(error or "the turn failed")
 
 
-_HANDLERS: dict[str, Callable[[ThreadTranslator, dict[str, Any], int, int], list[Out]]] = {
-    "thread.created": ThreadTranslator._thread_created,
-    "thread.configured": ThreadTranslator._thread_configured,
-    "thread.state": ThreadTranslator._thread_state,
-    "thread.compacted": ThreadTranslator._compacted,
-    "plan.updated": ThreadTranslator._plan_updated,
-    "account.rate_limits": ThreadTranslator._rate_limits,
-    "turn.waiting": ThreadTranslator._turn_waiting,
-    "turn.started": ThreadTranslator._turn_started,
-    "turn.retry": ThreadTranslator._turn_retry,
-    "turn.usage": ThreadTranslator._turn_usage,
-    "input.delivered": ThreadTranslator._input_delivered,
-    "item.completed": ThreadTranslator._item_completed,
-    "turn.delta": lambda self, data, ms, seq: self._delta("agentMessage", data, ms, seq),
-    "turn.reasoning_delta": lambda self, data, ms, seq: self._delta("reasoning", data, ms, seq),
-    "tool.started": ThreadTranslator.tool_started,
-    "tool.output": ThreadTranslator.tool_output,
-    "tool.completed": ThreadTranslator.tool_completed,
-    "subagent.spawned": ThreadTranslator.subagent_spawned,
-    "subagent.completed": ThreadTranslator.subagent_completed,
-    "approval.requested": ThreadTranslator._approval_requested,
-    "approval.resolved": ThreadTranslator._approval_resolved,
-    **{event: _make_turn_end(status) for event, status in TURN_END_STATUS.items()},
+Handler = Callable[["ThreadTranslator", Any, int, int], list[Out]]  # (translator, typed event, ms, seq)
+
+_BY_TYPE: dict[type[EventData], Handler] = {
+    ThreadCreated: ThreadTranslator._thread_created,
+    ThreadConfigured: ThreadTranslator._thread_configured,
+    StateChanged: ThreadTranslator._thread_state,
+    ThreadCompacted: ThreadTranslator._compacted,
+    PlanUpdated: ThreadTranslator._plan_updated,
+    AccountRateLimits: ThreadTranslator._rate_limits,
+    TurnWaiting: ThreadTranslator._turn_waiting,
+    TurnStarted: ThreadTranslator._turn_started,
+    TurnRetry: ThreadTranslator._turn_retry,
+    TurnUsage: ThreadTranslator._turn_usage,
+    InputDelivered: ThreadTranslator._input_delivered,
+    ItemCompleted: ThreadTranslator._item_completed,
+    TurnDelta: lambda self, event, ms, seq: self._delta("agentMessage", event, ms, seq),
+    TurnReasoningDelta: lambda self, event, ms, seq: self._delta("reasoning", event, ms, seq),
+    ToolStarted: ThreadTranslator.tool_started,
+    ToolOutput: ThreadTranslator.tool_output,
+    ToolCompleted: ThreadTranslator.tool_completed,
+    SubagentSpawned: ThreadTranslator.subagent_spawned,
+    SubagentCompleted: ThreadTranslator.subagent_completed,
+    ApprovalRequested: ThreadTranslator._approval_requested,
+    ApprovalResolved: ThreadTranslator._approval_resolved,
+    **{kind: _make_turn_end(status) for kind, status in TURN_END_STATUS.items()},
 }
+_HANDLERS: dict[str, tuple[type[EventData], Handler]] = {kind.type_name: (kind, handler) for kind, handler in _BY_TYPE.items()}

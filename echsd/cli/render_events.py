@@ -3,61 +3,93 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from echsd.cli.render import Style, clock, one_line, printable
 from echsd.cli.render_history import arguments_summary, content_text, output_text
+from echsd.events import (
+    EventData,
+    EventsGap,
+    ItemCompleted,
+    StateChanged,
+    ThreadCreated,
+    ThreadDeleted,
+    ThreadKilled,
+    ToolCompleted,
+    ToolOutput,
+    ToolStarted,
+    TurnCompleted,
+    TurnDelta,
+    TurnError,
+    TurnInterrupted,
+    TurnReasoningDelta,
+)
 
 TYPE_COLORS = {
-    "turn.completed": "green",
-    "turn.interrupted": "yellow",
-    "turn.error": "red",
-    "thread.killed": "red",
-    "thread.deleted": "red",
-    "events.gap": "magenta",
+    TurnCompleted.type_name: "green",
+    TurnInterrupted.type_name: "yellow",
+    TurnError.type_name: "red",
+    ThreadKilled.type_name: "red",
+    ThreadDeleted.type_name: "red",
+    EventsGap.type_name: "magenta",
 }
+
+
+def _item(event: ItemCompleted, thread_id: str) -> str:
+    item = event.item if isinstance(event.item, dict) else {}
+    if item.get("type") == "message":
+        return f"{item.get('role')}: {one_line(content_text(item), 100)}"
+    if item.get("type") == "function_call":
+        return f"function_call {item.get('name')}({arguments_summary(item.get('arguments'), 80)})"
+    if item.get("type") == "custom_tool_call":
+        return f"custom_tool_call {item.get('name')}: {one_line(str(item.get('input') or ''), 80)}"
+    if item.get("type") in ("function_call_output", "custom_tool_call_output"):
+        return f"{item.get('type')} {item.get('call_id')}: {one_line(output_text(item), 80)}"
+    return str(item.get("type"))
+
+
+def _error(event: TurnError, thread_id: str) -> str:
+    error = event.error if isinstance(event.error, dict) else {}
+    return f"{error.get('code')}: {one_line(str(error.get('message', '')), 100)}"
+
+
+def _created(event: ThreadCreated, thread_id: str) -> str:
+    thread = event.thread if isinstance(event.thread, dict) else {}
+    return str((thread.get("config") or {}).get("model", ""))
+
+
+def _tool_completed(event: ToolCompleted, thread_id: str) -> str:
+    ok = "ok" if event.ok else "failed"
+    return f"{event.name} {ok} in {float(event.duration_ms or 0):.0f}ms: {one_line(str(event.output or ''), 60)}"
+
+
+# What each event type says, in a few words (read from its fields); others list their data.
+SUMMARIES: dict[type[EventData], Callable[[Any, str], str]] = {
+    TurnDelta: lambda e, _t: json.dumps(e.delta or "", ensure_ascii=False),
+    TurnReasoningDelta: lambda e, _t: json.dumps(e.delta or "", ensure_ascii=False),
+    ToolOutput: lambda e, _t: f"{e.call_id} {json.dumps(e.chunk or '', ensure_ascii=False)}",
+    ItemCompleted: _item,
+    ToolStarted: lambda e, _t: f"{e.name}({arguments_summary(e.arguments, 80)}) {e.call_id}",
+    ToolCompleted: _tool_completed,
+    TurnError: _error,
+    TurnCompleted: lambda e, _t: f"{e.turn_id}: {one_line(str(e.final_text or ''), 80)}",
+    EventsGap: lambda e, _t: f"events {e.from_seq}..{e.to_seq} not available ({e.reason})",
+    ThreadKilled: lambda e, _t: killed_text(e.raw),
+    ThreadDeleted: lambda e, thread_id: deleted_text(thread_id, e.raw),
+    StateChanged: lambda e, _t: str(e.state) + (f" ({e.reason})" if e.reason else ""),
+    ThreadCreated: _created,
+}
+_BY_NAME = {kind.type_name: (kind, summarise) for kind, summarise in SUMMARIES.items()}
 
 
 def summary(event: dict[str, Any]) -> str:
     """What the event says, in a few words."""
-    kind = event.get("event")
     data = event.get("data") or {}
-    if kind in ("turn.delta", "turn.reasoning_delta"):
-        return json.dumps(data.get("delta", ""), ensure_ascii=False)
-    if kind == "tool.output":
-        return f"{data.get('call_id')} {json.dumps(data.get('chunk', ''), ensure_ascii=False)}"
-    if kind == "item.completed":
-        item = data.get("item") or {}
-        if item.get("type") == "message":
-            return f"{item.get('role')}: {one_line(content_text(item), 100)}"
-        if item.get("type") == "function_call":
-            return f"function_call {item.get('name')}({arguments_summary(item.get('arguments'), 80)})"
-        if item.get("type") == "custom_tool_call":
-            return f"custom_tool_call {item.get('name')}: {one_line(str(item.get('input') or ''), 80)}"
-        if item.get("type") in ("function_call_output", "custom_tool_call_output"):
-            return f"{item.get('type')} {item.get('call_id')}: {one_line(output_text(item), 80)}"
-        return str(item.get("type"))
-    if kind == "tool.started":
-        return f"{data.get('name')}({arguments_summary(data.get('arguments'), 80)}) {data.get('call_id')}"
-    if kind == "tool.completed":
-        ok = "ok" if data.get("ok") else "failed"
-        return f"{data.get('name')} {ok} in {float(data.get('duration_ms') or 0):.0f}ms: {one_line(str(data.get('output', '')), 60)}"
-    if kind == "turn.error":
-        error = data.get("error") or {}
-        return f"{error.get('code')}: {one_line(str(error.get('message', '')), 100)}"
-    if kind == "turn.completed":
-        return f"{data.get('turn_id')}: {one_line(str(data.get('final_text') or ''), 80)}"
-    if kind == "events.gap":
-        return f"events {data.get('from_seq')}..{data.get('to_seq')} not available ({data.get('reason')})"
-    if kind == "thread.killed":
-        return killed_text(data)
-    if kind == "thread.deleted":
-        return deleted_text(str(event.get("thread_id")), data)
-    if kind == "thread.state":
-        return str(data.get("state")) + (f" ({data['reason']})" if data.get("reason") else "")
-    if kind == "thread.created":
-        return str((data.get("thread") or {}).get("config", {}).get("model", ""))
-    return one_line(", ".join(f"{k}={_short(v)}" for k, v in data.items()), 120)
+    found = _BY_NAME.get(str(event.get("event")))
+    if found is None:
+        return one_line(", ".join(f"{k}={_short(v)}" for k, v in data.items()), 120)
+    kind, summarise = found
+    return summarise(kind.of(data), str(event.get("thread_id")))
 
 
 def killed_text(data: dict[str, Any]) -> str:
