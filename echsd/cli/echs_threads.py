@@ -43,7 +43,10 @@ def _absolute_dir(path: str) -> str:
 @click.option("--tools", type=UTF8, help="Tool names (a,b) or edits of the defaults (+name,-name).")
 @click.option("--writes", type=click.Choice(CHOICES["writes"]), help="What apply_patch may do to files (default: allow).")
 @click.option("--approval", type=click.Choice(CHOICES["approval"]), help="Which tool calls wait for approval (default: never).")
-@click.option("--parent", type=THREAD_ID, help="Create the thread as a child of this one.")
+@click.option("--parent", type=THREAD_ID, help="Create the thread as a child of this one (its writes and approval by default).")
+@click.option(
+    "--loosen-policy", is_flag=True, help="With --parent: allow --writes/--approval looser than the parent's (refused otherwise)."
+)
 @json_option
 @click.pass_context
 def new(
@@ -56,9 +59,12 @@ def new(
     writes: str | None,
     approval: str | None,
     parent: str | None,
+    loosen_policy: bool,
 ) -> None:
     """Create a thread and print its id."""
     options = options_of(ctx)
+    if loosen_policy and parent is None:
+        raise click.UsageError("--loosen-policy applies to a child: give --parent too")
     directory = _absolute_dir(cwd or os.getcwd())
 
     async def action(client: Client) -> None:
@@ -71,6 +77,7 @@ def new(
             writes=writes,
             approval=approval,
             parent=await resolve_thread(client, parent) if parent is not None else None,
+            loosen_policy=True if loosen_policy else None,
         )
         if options.json:
             echo_json({"thread_id": thread["thread_id"]})

@@ -64,6 +64,7 @@ class AdoptChild(Op):
     config: dict[str, Any] = arg()  # thread.create's config params
     extra: dict[str, Any] | None = arg()  # e.g. the agent type of a spawn_agent child
     placed: list[Any] | None = arg()  # [node, lease epoch]: run by that node from its creation
+    loosen_policy: bool | None = arg()  # the caller asked for a policy looser than the parent's
 
 
 @op("node.take", Where.NODE, wire=False, result="`{}`")

@@ -46,6 +46,10 @@ class Create(Op):
 
     config: dict[str, Any] | None = arg()
     parent: str | None = param(THREAD_ID, "parent thread id (the child is created through it)")
+    loosen_policy: bool | None = param(
+        BOOL,
+        "(added) with `parent`: allow `writes`/`approval` looser than the parent's (else refused; keys not given are the parent's)",
+    )
     node: str | None = param(NAME, "(added) the node to run the thread on (several daemons over PostgreSQL); default: the one connected to")
 
     def route(self) -> Route:

@@ -34,7 +34,7 @@ async def create(node: LocalNode, op: Create) -> dict[str, Any]:
     node.supervisor.record(op.parent)  # the parent is here (not_found otherwise)
     placed = await node.placement(op.node)  # outside the parent's worker: it never waits on another node
     child: dict[str, Any] = await node.router.run(
-        AdoptChild(thread_id=op.parent, config=config, placed=list(placed) if placed else None)
+        AdoptChild(thread_id=op.parent, config=config, placed=list(placed) if placed else None, loosen_policy=op.loosen_policy)
     )
     if placed is not None:
         node.supervisor.release(child["thread_id"])

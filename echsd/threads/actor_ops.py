@@ -24,6 +24,7 @@ from echsd.threads.config import CHAIN_REFUSED
 from echsd.threads.effects import Park
 from echsd.threads.handlers import handles
 from echsd.threads.inputs import PendingInput
+from echsd.threads.policy import child_policy
 from echsd.threads.mailbox import Reply
 from echsd.threads.state import parse_mode
 
@@ -163,17 +164,19 @@ class ActorOps:
     @handles(AdoptChild)
     async def op_adopt_child(self, op: AdoptChild, reply: Reply) -> dict[str, Any]:
         placed = (str(op.placed[0]), int(op.placed[1])) if op.placed else None
-        return await self.adopt_child(op.config, op.extra, placed)
+        return await self.adopt_child(op.config, op.extra, placed, loosen_policy=bool(op.loosen_policy))
 
     async def adopt_child(
-        self, config: dict[str, Any], extra: dict[str, Any] | None = None, placed: tuple[str, int] | None = None
+        self, config: dict[str, Any], extra: dict[str, Any] | None = None, placed: tuple[str, int] | None = None, *, loosen_policy: bool = False
     ) -> dict[str, Any]:
         """Create a child of this thread. From the mailbox (``thread.create {parent}``) or
         from the turn (``spawn_agent``): either way the check that the thread is not being
         killed and the registration happen with no checkpoint in between. ``placed``: run
-        by another node (the router hands it over once this answered)."""
+        by another node (the router hands it over once this answered). Its policy is never
+        looser than this thread's unless ``loosen_policy`` (``policy.py``)."""
         tree = self.services.tree
         self.core.check_accepts_children()
+        config = {**config, **child_policy(config, self.core.config, loosen=loosen_policy)}
         built = tree.build_config(config)
         await self.log.ready()
         self.core.check_accepts_children()

@@ -23,7 +23,8 @@ from echsd.agent_types import SUBAGENT_INSTRUCTIONS, AgentType
 from echsd.errors import BadRequest, EchsError
 from echsd.ops.internal import AgentView
 from echsd.ops.threads import Kill, Send
-from echsd.threads.config import APPROVALS, WRITES, EffortCatalog, ThreadConfig
+from echsd.threads.config import EffortCatalog, ThreadConfig
+from echsd.threads.policy import POLICY_ORDERS, stricter
 from echsd.threads.effects import TurnEnd
 from echsd.threads.slots import SubagentSlots
 from echsd.tools.base import ToolError
@@ -35,10 +36,6 @@ if TYPE_CHECKING:
 Adopt = Callable[[Mapping[str, Any], dict[str, Any]], Awaitable[dict[str, Any]]]  # (params, extra) -> thread object
 Emit = Callable[[type[EventData], dict[str, Any]], Awaitable[None]]
 MAX_CLIMB = 128  # parents walked up to find a thread's ancestor (the depth limit is at most 100)
-
-
-def stricter(first: str, second: str, order: Sequence[str]) -> str:
-    return first if order.index(first) >= order.index(second) else second
 
 
 def tree_root(tree: ThreadTree, thread_id: str) -> str:
@@ -198,11 +195,12 @@ class ThreadAgents:
         else:
             tools = parent.tools
         policy = {}
-        for key, order, current in (("writes", WRITES, parent.writes), ("approval", APPROVALS, parent.approval)):
+        for key, order in POLICY_ORDERS.items():  # the model never loosens its child's policy
+            current = getattr(parent, key)
             asked = options.get(key) or current
             if asked not in order:
                 raise ToolError(f"{key} must be one of {', '.join(order)}")
-            policy[key] = stricter(str(asked), current, order)
+            policy[key] = stricter(key, str(asked), current)
         model = str(options.get("model") or agent_type.model or parent.model)
         params: dict[str, Any] = {
             "cwd": parent.cwd,

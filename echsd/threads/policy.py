@@ -1,0 +1,56 @@
+"""A child thread's policy is never looser than its parent's (sans-IO): the one rule, for
+``thread.create {parent}`` (``echs new --parent``) and ``spawn_agent`` alike.
+
+``POLICY_ORDERS`` lists each policy key's values from loosest to strictest; a key added to a
+thread's config that restricts what its tools may do (the sandbox's ``sandbox`` and
+``network``) is one line here, and every way of making a child follows it.
+
+- A key the caller does not give is the parent's value (not the daemon's default).
+- A value looser than the parent's is refused with ``bad_request``, unless the caller says
+  so explicitly: ``thread.create {parent, loosen_policy: true}`` (``echs new --parent P
+  --loosen-policy``). The model never can: ``spawn_agent`` takes the stricter of what it
+  asks and what its parent has.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from echsd.errors import BadRequest
+from echsd.threads.config import APPROVALS, WRITES, ThreadConfig
+
+POLICY_ORDERS: dict[str, tuple[str, ...]] = {  # loosest first
+    "writes": WRITES,
+    "approval": APPROVALS,
+}
+
+
+def stricter(key: str, first: str, second: str) -> str:
+    """The stricter of two values of policy ``key``."""
+    order = POLICY_ORDERS[key]
+    return first if order.index(first) >= order.index(second) else second
+
+
+def is_looser(key: str, value: Any, than: Any) -> bool:
+    order = POLICY_ORDERS[key]
+    return value in order and than in order and order.index(value) < order.index(than)
+
+
+def child_policy(asked: Mapping[str, Any], parent: ThreadConfig, *, loosen: bool = False) -> dict[str, Any]:
+    """The policy keys of a new child's config: each as ``asked``, else the parent's. A value
+    looser than the parent's raises ``BadRequest`` unless ``loosen``. (A value that is not
+    valid at all is left for the config's own check to refuse.)"""
+    policy: dict[str, Any] = {}
+    for key in POLICY_ORDERS:
+        inherited = getattr(parent, key)
+        value = asked.get(key)
+        if value is None:
+            policy[key] = inherited
+            continue
+        if is_looser(key, value, inherited) and not loosen:
+            raise BadRequest(
+                f"{key}={value} is looser than the parent's {key}={inherited}; a child's policy is never looser "
+                "than its parent's unless asked explicitly (loosen_policy: true, echs new --loosen-policy)"
+            )
+        policy[key] = value
+    return policy
