@@ -34,7 +34,7 @@ import trio.testing
 
 from echsd.blackboard.board import Blackboard
 from echsd.errors import Conflict
-from echsd.store import Store
+from echsd.store import open_store
 
 
 STAGE_TIMEOUT_S = 300
@@ -55,7 +55,7 @@ def _percentiles(values: list[float]) -> dict[str, float]:
 
 
 async def _with_board(path: Path, body: Any) -> Any:
-    store = Store.open(path)
+    store = open_store(path)
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(store.writer.run)

@@ -33,7 +33,7 @@ import trio
 
 from echsd import logs
 from echsd.events import Event
-from echsd.store import Store, Unit, queries
+from echsd.store import Unit, open_store, queries
 from echsd.store.sqlite.connection import INSERT_EVENT, open_writer
 from echsd.store.sqlite.schema import migrate
 
@@ -55,7 +55,7 @@ def _options(argv: list[str]) -> dict[str, int]:
 
 async def event_throughput(target: Path | str, n: int, rate: int | None = None) -> dict[str, Any]:
     """Submit ``n`` delta events, flat out, or paced at ``rate`` events/s."""
-    store = Store.open(target)
+    store = open_store(target)
     latencies: list[float] = []
     published = 0
 
@@ -119,7 +119,7 @@ def raw_event_inserts(path: Path, n: int, batch: int = 1000) -> dict[str, Any]:
 
 async def _submitter_alone(path: Path, n: int) -> dict[str, Any]:
     """Baseline: the same submit loop with the writer not yet running, then the drain."""
-    store = Store.open(path, max_pending=n + 1)
+    store = open_store(path, max_pending=n + 1)
     tid = "thr_00000000000000b2"
     put = store.writer.put
     started = time.perf_counter()
@@ -196,7 +196,7 @@ def _startup_load(path: Path, opts: dict[str, int]) -> dict[str, Any]:
     started = time.perf_counter()
     build_database(path, opts["threads"], opts["items"], opts["events_per_thread"])
     built = time.perf_counter()
-    store = Store.open(path)
+    store = open_store(path)
     opened = time.perf_counter()
     threads = store.read_sync(queries.load_threads)
     loaded = time.perf_counter()

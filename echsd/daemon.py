@@ -32,7 +32,7 @@ from echsd.router.local_client import LocalClient
 from echsd.service import gc_policy
 from echsd.service.sdnotify import Notifier
 from echsd.settings import Settings
-from echsd.store import Store
+from echsd.store import Store, open_store
 from echsd.threads.hub import EventHub
 from echsd.threads.supervisor import Supervisor
 from echsd.tools.base import Tool
@@ -96,7 +96,7 @@ class Daemon:
         try:
             await app_server.bind()
             mcp_door.bind()
-            store = Store.open(settings.store_url, node_id=settings.node_id)
+            store = open_store(settings.store_url, node_id=settings.node_id)
         except BaseException:
             mcp_door.close()
             app_server.close()

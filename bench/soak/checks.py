@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from echsd.store import Gap, Store, queries
+from echsd.store import Gap, open_store, queries
 from echsd.threads.history import check_invariants
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ async def check_over_wire(slot: Slot, thread_id: str) -> list[str]:
 
 def check_store(db: Path, acked: dict[str, str], deleted: set[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Every thread in the stopped daemon's database: (violations, counts)."""
-    store = Store.open(db)
+    store = open_store(db)
     try:
         return store.read_sync(lambda conn: _check_all(conn, acked, deleted))
     finally:

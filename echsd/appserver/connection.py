@@ -34,11 +34,12 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from echsd.appserver import framing
+from echsd.appserver.context import AppContext
 from echsd.appserver.feed import ThreadFeed
 from echsd.appserver.ids import thread_id_of
 from echsd.appserver.framing import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RpcError
 from echsd.appserver.outbox import DROPPABLE, Outbox
-from echsd.appserver.presence import PROBE_EVENTS, Presence, untouched
+from echsd.appserver.presence import PROBE_EVENTS, untouched
 from echsd.appserver.sending import send_frames
 from echsd.appserver.translate import ApprovalEnded, AskApproval, Notify, Out
 from echsd.errors import EchsError, NotFound
@@ -46,9 +47,6 @@ from echsd.logs import get_logger
 from echsd.ops.base import Op
 from echsd.ops.daemon import RespondApproval
 from echsd.ops.threads import Delete, Events, Interrupt
-from echsd.router import ThreadRouter
-from echsd.settings import Settings
-from echsd.threads.hub import EventHub
 from echsd.wire.session import MISSED_PINGS
 
 log = get_logger(__name__)
@@ -74,18 +72,6 @@ class Reply:
 
     result: Any
     then: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class AppContext:
-    """What a connection needs from the daemon."""
-
-    router: ThreadRouter  # every echsd op goes through it: a thread any node runs is served
-    hub: EventHub
-    settings: Settings
-    methods: dict[str, Handler]
-    boot_ms: int = 0  # when the daemon started: exec sessions older than that are over
-    presence: Presence = field(default_factory=Presence)
 
 
 @dataclass

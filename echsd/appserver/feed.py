@@ -29,7 +29,7 @@ from echsd.ops.threads import Get
 from echsd.threads.hub import Listening
 
 if TYPE_CHECKING:
-    from echsd.appserver.connection import AppContext
+    from echsd.appserver.context import AppContext
 
 log = get_logger(__name__)
 

@@ -33,7 +33,8 @@ from echsd.appserver.turns import Entry, TurnView
 from echsd.ops.threads import Get
 
 if TYPE_CHECKING:
-    from echsd.appserver.connection import AppContext, Connection
+    from echsd.appserver.connection import Connection
+    from echsd.appserver.context import AppContext
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000

@@ -16,7 +16,8 @@ from typing import Any
 import trio
 from trio_websocket import ConnectionClosed
 
-from echsd.appserver.connection import AppContext, Connection
+from echsd.appserver.connection import Connection
+from echsd.appserver.context import AppContext
 from echsd.appserver.handshake import check_handshake
 from echsd.appserver.methods import METHODS
 from echsd.appserver.websocket import wrap_server_stream

@@ -34,7 +34,7 @@ from typing import AsyncGenerator, AsyncIterator, Mapping
 import orjson
 import trio
 
-from echsd.codex import ratelimits
+import echsd.codex.ratelimits as ratelimits
 from echsd.codex.catalog import ModelCatalog, default_catalog
 from echsd.codex.classify import error_from_http, is_summary_refusal, refused_reasoning
 from echsd.codex.endpoint import Endpoint

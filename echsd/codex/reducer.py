@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import orjson
 
-from echsd.codex import ratelimits
+import echsd.codex.ratelimits as ratelimits
 from echsd.codex.classify import error_from_event
 from echsd.codex.errors import ResponseIncomplete, StreamBroken
 from echsd.codex.events import (

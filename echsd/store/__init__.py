@@ -1,6 +1,6 @@
 """The store: one interface, two backends (SQLite, PostgreSQL), the batched writer, reads.
 
-Public surface: ``Store`` (``Store.open(path or URL)``, ``read``/``read_sync``, ``writer``,
+Public surface: ``Store`` (``open_store(path or URL)``, ``read``/``read_sync``, ``writer``,
 ``run_background``), ``Unit`` and ``StoreWriter`` (atomic groups of writes,
 group-committed, published after commit), ``Conn`` (what SQL code may use of a
 connection on either backend), the row types, and the ``ops`` (statement builders) and
@@ -16,6 +16,7 @@ from echsd.store.errors import LeaseLost, StoreClosed, StoreConflict, StoreError
 from echsd.store.rows import BlackboardChange, BlackboardRow, Gap, InputRow, ThreadRow
 from echsd.store.schema import LATEST_VERSION, MIGRATIONS
 from echsd.store.sqlite.checkpointer import run_checkpoints
+from echsd.store.opening import open_store
 from echsd.store.store import Store
 from echsd.store.unit import Statement, Unit
 from echsd.store.commit import WriteGuard, WriterStats
@@ -32,6 +33,7 @@ __all__ = [
     "InputRow",
     "Statement",
     "Store",
+    "open_store",
     "StoreClosed",
     "StoreConflict",
     "StoreError",

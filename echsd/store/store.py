@@ -13,7 +13,6 @@ a failing unit, transient retries) are one implementation, ``StoreWriter``.
 
 from __future__ import annotations
 
-import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -57,38 +56,6 @@ class Store(ABC):
         self._lock = threading.Lock()
         self._limiter = trio.CapacityLimiter(readers)
         self._closed = False
-
-    @staticmethod
-    def open(
-        target: str | os.PathLike[str],
-        *,
-        node_id: str = "",
-        readers: int = DEFAULT_READERS,
-        max_pending: int = DEFAULT_MAX_PENDING,
-    ) -> Store:
-        """Open (creating if needed) and migrate the store at ``target``.
-
-        ``target`` is a path (an SQLite file), ``sqlite:///PATH`` or ``postgresql://...``
-        (``postgres://`` too).
-        Raises ``StoreError`` with a one-line message naming the database when it cannot
-        be reached or opened, is not ours, or was written by a newer echsd.
-        """
-        kwargs = {"node_id": node_id, "readers": readers, "max_pending": max_pending}
-        if isinstance(target, os.PathLike) or "://" not in target:
-            from echsd.store.sqlite.store import SqliteStore
-
-            return SqliteStore.open_file(Path(target), **kwargs)  # type: ignore[arg-type]
-        if target.startswith(SQLITE_SCHEME):
-            from echsd.store.sqlite.store import SqliteStore
-
-            return SqliteStore.open_file(sqlite_path(target), **kwargs)  # type: ignore[arg-type]
-        if target.startswith(POSTGRES_SCHEMES):
-            from echsd.store.postgres.store import PgStore
-
-            return PgStore.connect(target, **kwargs)  # type: ignore[arg-type]
-        raise StoreError(
-            f"unsupported store {target.split('://', 1)[0]!r}: expected sqlite:///PATH or postgresql://..."
-        )
 
     # -- reads --------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from echsd.tools.capabilities import OutputSink, ThreadCapabilities
+from echsd.tools.errors import ToolError  # noqa: F401 -- tools import it from here
 from echsd.tools.sandbox.policy import SandboxPolicy
 
 
@@ -75,5 +76,3 @@ class Tool(Protocol):
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
 
 
-class ToolError(Exception):
-    """A failure the model should read as the call's output (bad arguments, missing file...)."""

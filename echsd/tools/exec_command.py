@@ -22,7 +22,8 @@ from echsd.tools import exec_args
 from echsd.tools.base import ToolContext, ToolError, ToolResult, ToolSpec
 from echsd.tools.exec_output import ExecReport
 from echsd.tools.process import shell_argv
-from echsd.tools.sessions import ExecRequest, SessionTool
+from echsd.tools.session_tool import SessionTool
+from echsd.tools.sessions import ExecRequest
 
 IGNORED_FIELDS = ("sandbox_permissions", "justification", "prefix_rule")
 

@@ -31,7 +31,7 @@ from typing import Awaitable, Callable
 import trio
 
 from echsd.logs import get_logger
-from echsd.tools.base import ToolContext, ToolError
+from echsd.tools.errors import ToolError
 from echsd.tools.exec_output import Captured, ExecReport, HeadTailBuffer
 from echsd.tools.process import ContainedProcess, ToolProcesses, command_env, tool_processes
 from echsd.tools.sandbox.hints import denial_note
@@ -307,21 +307,3 @@ class ExecSessionManager:
 def _short(command: str, limit: int = 60) -> str:
     command = " ".join(command.split())
     return command if len(command) <= limit else command[: limit - 1] + "…"
-
-
-class SessionTool:
-    """Base of the tools that work on their thread's exec sessions: the thread's manager
-    comes with the call (``ctx.caps.sessions``), or is given to the constructor."""
-
-    def __init__(self, sessions: ExecSessionManager | None = None) -> None:
-        self.sessions = sessions
-
-    def sessions_of(self, ctx: ToolContext) -> ExecSessionManager:
-        manager = self.sessions or ctx.caps.sessions
-        if manager is None:
-            raise ToolError("this thread has no exec sessions (the daemon gave it none)")
-        return manager
-
-    @staticmethod
-    def emitter(ctx: ToolContext) -> Emit:
-        return lambda text: ctx.emit_output("stdout", text)

@@ -13,7 +13,7 @@ from typing import Any
 from echsd.tools import exec_args
 from echsd.tools.base import ToolContext, ToolResult, ToolSpec
 from echsd.tools.exec_command import result_of
-from echsd.tools.sessions import SessionTool
+from echsd.tools.session_tool import SessionTool
 
 SPEC = ToolSpec(
     name="write_stdin",

@@ -17,21 +17,18 @@ those changes) is yielded as is.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
 from echsd.wire.errors import ConnectionLost, WireError
-from echsd.wire.stream import Subscribed
-
-if TYPE_CHECKING:
-    from echsd.wire.client import Client
+from echsd.wire.stream import StreamClient, Subscribed
 
 MAX_QUEUED = 100_000
 
 
 class BoardEventStream(Subscribed):
-    def __init__(self, client: Client, prefix: str, since: int | None, max_queued: int = MAX_QUEUED, reconnect: bool = True) -> None:
+    def __init__(self, client: StreamClient, prefix: str, since: int | None, max_queued: int = MAX_QUEUED, reconnect: bool = True) -> None:
         self.prefix = prefix
         self.cursor = since  # the last seq yielded; None: not subscribed yet, live only
         self._client = client

@@ -20,15 +20,38 @@ subscription on the same client, in flight while ours was made) has a seq at or 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Protocol, Self
 
 import trio
 
 from echsd.events import gap_envelope
 from echsd.wire.errors import ConnectionLost, WireError
 
-if TYPE_CHECKING:
-    from echsd.wire.client import Client
+
+class StreamClient(Protocol):
+    """What a stream needs of its client (``echsd.wire.client.Client``)."""
+
+    generation: int  # the connection the client is on now (bumped by each reconnect)
+
+    @property
+    def connected(self) -> bool: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    async def reconnect(self) -> None: ...
+
+    async def subscribe(self, thread_id: Any = None, since: Any = None, **params: Any) -> Any: ...
+
+    async def unsubscribe(self, thread_id: Any = None, **params: Any) -> Any: ...
+
+    async def list_threads(self, **params: Any) -> Any: ...
+
+    async def thread_events(self, thread_id: Any, **params: Any) -> Any: ...
+
+    def _forget_stream(self, stream: Any) -> None: ...
+
+    def _forget_board_stream(self, stream: Any) -> None: ...
 
 ALL = "*"
 MAX_QUEUED = 100_000  # events held for a consumer that has not caught up
@@ -46,7 +69,7 @@ class Subscribed:
     """What the client's event streams share: a wakeup for the consumer, and closing
     (unsubscribing if still connected; ``async with`` closes on exit)."""
 
-    _client: Client
+    _client: StreamClient
     _generation: int | None  # the client connection the stream is subscribed on
     _closed: bool
     _wakeup: trio.Event
@@ -87,7 +110,7 @@ class Subscribed:
 
 
 class EventStream(Subscribed):
-    def __init__(self, client: Client, key: str, since: int, max_queued: int = MAX_QUEUED, reconnect: bool = True) -> None:
+    def __init__(self, client: StreamClient, key: str, since: int, max_queued: int = MAX_QUEUED, reconnect: bool = True) -> None:
         self.key = key
         self._reconnect = reconnect
         self.since = since

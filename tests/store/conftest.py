@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from echsd.events import Event
-from echsd.store import Conn, Store
+from echsd.store import Conn, Store, open_store
 
 BACKENDS = ("sqlite", "postgresql")
 
@@ -33,7 +33,7 @@ class Backend:
     target: str | Path  # what Store.open takes
 
     def open(self, **kwargs: Any) -> Store:
-        return Store.open(self.target, **kwargs)
+        return open_store(self.target, **kwargs)
 
     def writer_conn(self) -> Conn:
         """A migrated writer connection of the kind ``Store.open`` gives its writer."""

@@ -13,7 +13,7 @@ import time
 import trio
 
 from echsd.events import Event
-from echsd.store import Store, ThreadRow, Unit, ops, queries
+from echsd.store import ThreadRow, Unit, open_store, ops, queries
 
 THREAD = "thr_00000000000000cc"
 
@@ -21,7 +21,7 @@ THREAD = "thr_00000000000000cc"
 async def main(target: str) -> None:
     rng = random.Random()
     # Small, varying batches: the kill lands mid-batch, between batches, under backpressure.
-    store = Store.open(target, max_pending=rng.choice((1, 8, 64, 512)))
+    store = open_store(target, max_pending=rng.choice((1, 8, 64, 512)))
     seq = store.read_sync(lambda c: queries.last_seq(c, THREAD))
     pos = store.read_sync(lambda c: queries.count_items(c, THREAD))
     out = sys.stdout

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import trio
 
-from echsd.store import Store, Unit, run_checkpoints
+from echsd.store import Unit, open_store, run_checkpoints
 
 
 def wal_size(db: Path) -> int:
@@ -16,7 +16,7 @@ def wal_size(db: Path) -> int:
 
 async def test_writer_leaves_checkpoints_to_the_checkpointer(tmp_path: Path) -> None:
     db = tmp_path / "echsd.db"
-    store = Store.open(db)
+    store = open_store(db)
     async with trio.open_nursery() as nursery:
         await nursery.start(store.writer.run)
         big = "x" * 4000
@@ -37,7 +37,7 @@ async def test_writer_leaves_checkpoints_to_the_checkpointer(tmp_path: Path) -> 
 
 async def test_a_big_wal_is_truncated_while_the_daemon_runs(tmp_path: Path) -> None:
     db = tmp_path / "echsd.db"
-    store = Store.open(db)
+    store = open_store(db)
     async with trio.open_nursery() as nursery:
         await nursery.start(store.writer.run)
         big = "x" * 4000

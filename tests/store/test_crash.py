@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from echsd.store import Conn, Store, queries
+from echsd.store import Conn, open_store, queries
 
 from .conftest import Backend
 from .crash_writer import THREAD
@@ -58,7 +58,7 @@ def run_and_kill(target: str | Path, min_seq: int) -> int:
 
 
 def check(target: str | Path, published: int) -> int:
-    with Store.open(target) as store:
+    with open_store(target) as store:
         if store.dialect == "sqlite":
             assert store.read_sync(queries.integrity_check) == "ok"
 

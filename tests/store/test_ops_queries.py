@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from echsd.events import Event
-from echsd.store import BlackboardRow, InputRow, Store, StoreConflict, StoreError, ThreadRow, Unit, ops, queries
+from echsd.store import BlackboardRow, InputRow, Store, StoreConflict, StoreError, ThreadRow, Unit, open_store, ops, queries
 
 from .conftest import Backend, ev
 
@@ -268,7 +268,7 @@ async def test_read_events_all_orders_by_time(store: Store) -> None:
 
 
 async def test_integrity_check_reports_ok(db_path: object) -> None:
-    with Store.open(db_path) as s:  # type: ignore[arg-type]  # SQLite's PRAGMA
+    with open_store(db_path) as s:  # type: ignore[arg-type]  # SQLite's PRAGMA
         assert s.read_sync(queries.integrity_check) == "ok"
 
 

@@ -11,7 +11,7 @@ import apsw
 import pytest
 
 from echsd.events import DELTA_EVENTS
-from echsd.store import LATEST_VERSION, MIGRATIONS, Store, StoreError, queries
+from echsd.store import LATEST_VERSION, MIGRATIONS, StoreError, open_store, queries
 from echsd.store.schema import APPLICATION_ID, DELTA_PREDICATE, INDEXED_DELTA_TYPES, script_digest
 
 from .conftest import Backend
@@ -129,7 +129,7 @@ def test_postgresql_database_of_another_application_is_refused(backend: Backend)
 def test_unreachable_postgresql_is_one_clear_line(tmp_path: Path) -> None:
     url = f"postgresql://nobody:hunter22@/echsd?host={tmp_path}"  # no server on that socket
     with pytest.raises(StoreError) as failed:
-        Store.open(url)
+        open_store(url)
     message = failed.value.message
     assert "\n" not in message
     assert message.startswith("cannot use the PostgreSQL store postgresql://nobody:***@/echsd")
@@ -138,16 +138,16 @@ def test_unreachable_postgresql_is_one_clear_line(tmp_path: Path) -> None:
 
 def test_unsupported_store_url_is_refused() -> None:
     with pytest.raises(StoreError, match="unsupported store 'mysql'"):
-        Store.open("mysql://localhost/db")
+        open_store("mysql://localhost/db")
     with pytest.raises(StoreError, match="expected sqlite:///PATH"):
-        Store.open("sqlite://relative-without-slash.db")
+        open_store("sqlite://relative-without-slash.db")
 
 
 # -- SQLite ----------------------------------------------------------------------------------
 
 
 def test_sqlite_open_creates_private_dir_and_wal(db_path: Path) -> None:
-    with Store.open(db_path) as store:
+    with open_store(db_path) as store:
         assert store.location == str(db_path)
         assert stat.S_IMODE(db_path.parent.stat().st_mode) == 0o700
         mode = store.read_sync(lambda c: c.execute("PRAGMA journal_mode").fetchone()[0])
@@ -156,7 +156,7 @@ def test_sqlite_open_creates_private_dir_and_wal(db_path: Path) -> None:
 
 
 def test_sqlite_url_names_the_same_file(db_path: Path) -> None:
-    with Store.open(f"sqlite:///{db_path}") as store:
+    with open_store(f"sqlite:///{db_path}") as store:
         assert store.location == str(db_path)
     assert db_path.exists()
 
@@ -165,7 +165,7 @@ def test_garbage_file_is_refused(db_path: Path) -> None:
     db_path.parent.mkdir(parents=True)
     db_path.write_bytes(b"this is not a database at all, just text\n" * 100)
     with pytest.raises(StoreError, match="not an SQLite database"):
-        Store.open(db_path)
+        open_store(db_path)
 
 
 def test_another_applications_file_is_refused(db_path: Path) -> None:
@@ -174,20 +174,20 @@ def test_another_applications_file_is_refused(db_path: Path) -> None:
     conn.execute("PRAGMA application_id = 1234; CREATE TABLE t(x)")
     conn.close()
     with pytest.raises(StoreError, match="not an echsd database"):
-        Store.open(db_path)
+        open_store(db_path)
 
 
 def test_application_id_marks_the_file(db_path: Path) -> None:
-    with Store.open(db_path) as store:
+    with open_store(db_path) as store:
         app_id = store.read_sync(lambda c: c.execute("PRAGMA application_id").fetchone()[0])
     assert app_id == APPLICATION_ID
 
 
 def test_database_file_is_private(db_path: Path) -> None:
-    Store.open(db_path).close()
+    open_store(db_path).close()
     assert db_path.stat().st_mode & 0o777 == 0o600
     db_path.chmod(0o644)
-    store = Store.open(db_path)
+    store = open_store(db_path)
     try:
         assert db_path.stat().st_mode & 0o777 == 0o600
     finally:

@@ -23,7 +23,7 @@ import trio
 
 from echsd.daemon import Daemon
 from echsd.events import Event
-from echsd.store import Gap, Store, queries
+from echsd.store import Gap, open_store, queries
 from tests.helpers import Watch, check_thread_invariants, make_settings, store_target
 
 KILL_POINTS = 22
@@ -43,7 +43,7 @@ def items_match_events(conn: Any, thread_id: str) -> None:
 
 
 def check_database(state: Path) -> None:
-    store = Store.open(store_target(state))
+    store = open_store(store_target(state))
     try:
         def check(conn: Any) -> None:
             if conn.dialect == "sqlite":

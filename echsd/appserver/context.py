@@ -1,0 +1,24 @@
+"""``AppContext``: what an app-server connection (and its feeds and history reads) needs of
+the daemon."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from echsd.appserver.presence import Presence
+from echsd.router import ThreadRouter
+from echsd.settings import Settings
+from echsd.threads.hub import EventHub
+
+Handler = Callable[..., Awaitable[Any] | Any]  # a method: (connection, request) -> result
+
+
+@dataclass(frozen=True)
+class AppContext:
+    router: ThreadRouter  # every echsd op goes through it: a thread any node runs is served
+    hub: EventHub
+    settings: Settings
+    methods: dict[str, Handler]
+    boot_ms: int = 0  # when the daemon started: exec sessions older than that are over
+    presence: Presence = field(default_factory=Presence)

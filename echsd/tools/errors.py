@@ -1,0 +1,6 @@
+"""``ToolError``: a failure the model reads as the call's output, raised by tools and by the
+parts they use (exec sessions), which know nothing else of tools."""
+
+
+class ToolError(Exception):
+    """A failure the model should read as the call's output (bad arguments, missing file...)."""
