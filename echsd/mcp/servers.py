@@ -23,7 +23,8 @@ from echsd.mcp import names
 from echsd.mcp.config import McpServerConfig
 
 if TYPE_CHECKING:
-    from echsd.mcp.session import Confine, McpSession
+    from echsd.mcp.session import McpSession
+    from echsd.mcp.transport import Confine
     from echsd.mcp.tool import McpTool
 
 log = get_logger(__name__)

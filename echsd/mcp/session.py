@@ -38,8 +38,7 @@ from mcp.shared.message import SessionMessage
 from echsd import __version__
 from echsd.logs import get_logger
 from echsd.mcp.config import McpServerConfig
-from echsd.mcp.transport import TransportError, http_transport, stdio_transport, tapped
-from echsd.tools.sandbox.policy import SandboxPolicy
+from echsd.mcp.transport import Confine, TransportError, http_transport, stdio_transport, tapped
 
 log = get_logger(__name__)
 
@@ -50,7 +49,6 @@ MAX_TOOL_PAGES = 100  # tools/list pages read (a paginator that never ends canno
 LIST_CHANGED = "notifications/tools/list_changed"
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
-Confine = Callable[[McpServerConfig, str], SandboxPolicy | None]  # (server, its cwd) -> its sandbox
 
 
 class ServerDown(Exception):
@@ -189,7 +187,7 @@ class McpSession:
     def _open(self) -> Client:
         if self.config.transport == "stdio":
             cwd = self.config.cwd or self.cwd
-            transport = stdio_transport(self.config, cwd, self._confine(self.config, cwd) if self._confine is not None else None)
+            transport = stdio_transport(self.config, cwd, self._confine)
         else:
             transport = http_transport(self.config)
         return Client(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 import anyio
 import mcp_types
@@ -41,6 +41,9 @@ MAX_STDERR_LINE = 4096  # of a stderr line logged (the rest is cut)
 EXIT_GRACE_S = 1.0  # after stdin closes, before the server's enclosure is killed
 # What a server gets of the daemon's environment (Codex passes the same few).
 BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR", "TZ")
+
+
+Confine = Callable[[McpServerConfig, str], Awaitable[SandboxPolicy | None]]  # (server, its cwd) -> its sandbox
 
 
 class TransportError(Exception):
@@ -86,10 +89,11 @@ def parse_message(line: bytes) -> SessionMessage | Exception:
 
 
 @asynccontextmanager
-async def stdio_transport(config: McpServerConfig, cwd: str, sandbox: SandboxPolicy | None = None) -> AsyncIterator[TransportStreams]:
-    """Run the server's command in its own enclosure (confined by ``sandbox``, if given) and
-    speak to it over its pipes."""
+async def stdio_transport(config: McpServerConfig, cwd: str, confine: Confine | None = None) -> AsyncIterator[TransportStreams]:
+    """Run the server's command in its own enclosure (in the sandbox ``confine`` gives it, if
+    any) and speak to it over its pipes."""
     assert config.command is not None
+    sandbox = await confine(config, cwd) if confine is not None else None
     try:
         argv = [config.command, *config.args]
         process = await tool_processes().spawn(argv, cwd=config.cwd or cwd, env=server_env(config), tty=False, sandbox=sandbox, pipes=True)

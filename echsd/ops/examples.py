@@ -28,6 +28,7 @@ THREAD = {
     "usage": {"turns": 1, "input_tokens": 1200, "cached_tokens": 0, "output_tokens": 80, "reasoning_tokens": 0},
     "created_at": 1767225600.0,
     "active_turn": None,
+    "last_turn": {"turn_id": "turn_5f0c2a9d11e24b7a", "status": "completed", "reason": None, "final_text": "Done: the tests pass."},
     "last_seq": 7,
     "node": "build-1",
 }
