@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 from echsd.appserver import agents, items
 from echsd.appserver.agents import AgentCall, Spawned
 from echsd.appserver.outs import Notify, Out
-from echsd.appserver.sessions import Session, Sessions, exit_of, session_id_of
-from echsd.events import SubagentCompleted, SubagentSpawned, ToolCompleted, ToolOutput, ToolStarted
+from echsd.appserver.sessions import Session, Sessions, session_id_of
+from echsd.events import ExecSessionEnded, SubagentCompleted, SubagentSpawned, ToolCompleted, ToolOutput, ToolStarted
 
 if TYPE_CHECKING:
     from echsd.appserver.turns import Entry, TurnView
@@ -128,17 +128,30 @@ class CallEvents:
         return [Notify("item/commandExecution/terminalInteraction", params)]
 
     def _typed(self, session_id: int, data: Mapping[str, Any], ms: int) -> list[Out]:
-        """A ``write_stdin`` call returned: its output, and maybe its session's end."""
+        """A ``write_stdin`` call returned: its output (its session's end, if it came, is
+        ``exec.session_ended``, which follows)."""
         session = self.sessions.get(session_id)
         if session is None:
             return []
         session.call.add_output(items.output_of(data))
-        over, exit_code = exit_of(data)
-        if not over:
-            if session.entry is not None:
-                session.entry.item = session.call.item()
+        if session.ended is not None:  # it ended during this call: its end waited for the output
+            self.sessions.end(session_id)
+            return self.end_sessions([session], ms, session.ended[0])
+        if session.entry is not None:
+            session.entry.item = session.call.item()
+        return []
+
+    def session_ended(self, event: ExecSessionEnded, ms: int, seq: int) -> list[Out]:
+        """The daemon says a session is over (exited, or killed: its turn interrupted, the
+        thread paused or killed, room made, a restart): its item completes."""
+        session = self.sessions.get(event.session_id)
+        if session is None:
             return []
-        self.sessions.end(session_id)
+        exit_code = event.exit_code if isinstance(event.exit_code, int) else None
+        if self.sessions.being_typed_into(session.session_id):  # the call that saw it end reports its output first
+            session.ended = (exit_code,)
+            return []
+        self.sessions.end(session.session_id)
         return self.end_sessions([session], ms, exit_code)
 
     def end_sessions(self, ended: list[Session], ms: int, exit_code: int | None = None) -> list[Out]:
@@ -151,11 +164,6 @@ class CallEvents:
                 session.entry.item, session.entry.completed_ms = item, ms
             out.append(Notify("item/completed", {"item": item, "threadId": self.uuid, "turnId": session.turn_id, "completedAtMs": ms}))
         return out
-
-    def sessions_of_earlier_daemons(self, ms: int) -> list[Out]:
-        if not self.sessions:
-            return []
-        return self.end_sessions(self.sessions.end_before_boot(ms), self.sessions.boot_ms)
 
     # -- sub-agents ---------------------------------------------------------------------------
 

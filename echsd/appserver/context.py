@@ -20,5 +20,4 @@ class AppContext:
     hub: EventHub
     settings: Settings
     methods: dict[str, Handler]
-    boot_ms: int = 0  # when the daemon started: exec sessions older than that are over
     presence: Presence = field(default_factory=Presence)

@@ -52,7 +52,7 @@ class ThreadFeed:
         self._usage_now: dict[str, Any] = {}  # the thread's usage, kept current from turn.usage
         self._usage_seq = 0  # the seq the thread object's usage was read at
         self.translator = ThreadTranslator(
-            thread_id, client_ids=client_ids, context_window=context_window, usage_total=self._usage, boot_ms=context.boot_ms
+            thread_id, client_ids=client_ids, context_window=context_window, usage_total=self._usage
         )
         self._sink = sink
         self._listening: Listening | None = None

@@ -88,7 +88,6 @@ class Past:
 
     def __init__(self, context: AppContext, thread: Mapping[str, Any]) -> None:
         self.ops = context.router
-        self.boot_ms = context.boot_ms
         self.thread_id = str(thread["thread_id"])
         self.end = int(thread.get("last_seq") or 0) + 1  # the seq the next event will have
         self.cwd = str((thread.get("config") or {}).get("cwd") or "")
@@ -235,7 +234,7 @@ class Past:
     async def _replay(
         self, start: int, through: int | None, seed: tuple[str, int] | None, enough: Callable[[ThreadTranslator], bool] | None
     ) -> tuple[ThreadTranslator, bool, int | None]:
-        translator = ThreadTranslator(self.thread_id, keep_turns=True, boot_ms=self.boot_ms)
+        translator = ThreadTranslator(self.thread_id, keep_turns=True)
         if seed is not None:
             translator.cwd = seed[0]
         watch_until = seed[1] if seed is not None else 0  # cwd changes before this seq matter
@@ -250,7 +249,6 @@ class Past:
                 translator.follow(envelope)
                 if not translator.sessions and envelope["seq"] >= watch_until:
                     return translator, True, translator.cwd_moved_at
-        translator.settle()
         return translator, following, translator.cwd_moved_at
 
 

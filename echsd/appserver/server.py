@@ -9,7 +9,6 @@ loopback unless ``--allow-remote``). What differs is what happens once a client 
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -45,8 +44,7 @@ class AppServer(WireServer):
 
     async def serve(self, router: ThreadRouter, hub: EventHub, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:  # type: ignore[override]
         """Accept clients until ``stop_accepting``; connections live until cancelled."""
-        boot_ms = int((time.time() - (time.monotonic() - router.local.started)) * 1000)
-        self.context = AppContext(router, hub, self.settings, METHODS, boot_ms)
+        self.context = AppContext(router, hub, self.settings, METHODS)
         await super().serve(self.context, task_status=task_status)  # type: ignore[arg-type]
 
     async def _handshake_and_serve(

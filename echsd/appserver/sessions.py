@@ -5,31 +5,20 @@ command goes on in an exec session (Codex's unified exec), and the call's
 ``commandExecution`` item must not complete as if it had exited. It stays in progress
 with the session as its ``processId``; each ``write_stdin`` into the session is an
 ``item/commandExecution/terminalInteraction`` of that item, and its output streams and
-adds to that item; the item completes (in the turn that started it) when the session
-ends. What ends a session is what ends it in echsd (``echsd.tools.sessions``):
+adds to that item; the item completes (in the turn that started it) when the daemon says
+the session ended (``exec.session_ended``: whatever ended it, the daemon knows and logs it;
+nothing here guesses it from other events).
 
-- its command exits, which a ``write_stdin`` call reports with the exit code;
-- the turn that started it is interrupted (it is killed with the turn);
-- the thread is paused or killed (every session is killed);
-- the daemon stops: no session outlives the daemon, so one started before this daemon
-  booted is over (``boot_ms``);
-- a ``write_stdin`` finds it gone (the daemon closed it to make room for another).
-
-This table holds the sessions a translator saw start; the translator turns their ends
-into notifications.
+This table holds the sessions a translator saw start.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from echsd.appserver.items import ToolCall
 from echsd.appserver.turns import Entry
-
-# a write_stdin refused because its session is no more (echsd.tools.sessions wording)
-GONE = re.compile(r"^error: (session \d+ is gone|unknown session_id)\b")
 
 
 @dataclass
@@ -39,11 +28,11 @@ class Session:
     turn_id: str
     started_ms: int
     entry: Entry | None  # the item's place in its turn's history, when the history is kept
+    ended: tuple[int | None] | None = None  # (exit code,): over, waiting for the call typing into it
 
 
 class Sessions:
-    def __init__(self, boot_ms: int = 0) -> None:
-        self.boot_ms = boot_ms
+    def __init__(self) -> None:
         self._open: dict[int, Session] = {}
         self._typing: dict[str, int] = {}  # write_stdin call id -> the session it types into
 
@@ -63,28 +52,15 @@ class Sessions:
         """The open session a running ``write_stdin`` call types into."""
         return self.get(self._typing.get(call_id))
 
+    def being_typed_into(self, session_id: int) -> bool:
+        return session_id in self._typing.values()
+
     def typed(self, call_id: str) -> int | None:
         """A ``write_stdin`` call finished: the session it typed into."""
         return self._typing.pop(call_id, None)
 
     def end(self, session_id: int) -> Session | None:
         return self._open.pop(session_id, None)
-
-    def end_turn(self, turn_id: str) -> list[Session]:
-        """The sessions that die with an interrupted turn."""
-        return [self._open.pop(s.session_id) for s in list(self._open.values()) if s.turn_id == turn_id]
-
-    def end_all(self) -> list[Session]:
-        ended, self._open = list(self._open.values()), {}
-        self._typing.clear()
-        return ended
-
-    def end_before_boot(self, ms: int) -> list[Session]:
-        """At an event of this daemon's life (``ms`` past its boot), the sessions of an
-        earlier daemon are known to be over."""
-        if ms < self.boot_ms:
-            return []
-        return [self._open.pop(s.session_id) for s in list(self._open.values()) if s.started_ms < self.boot_ms]
 
 
 def session_id_of(arguments: Any) -> int | None:
@@ -93,15 +69,3 @@ def session_id_of(arguments: Any) -> int | None:
     if not isinstance(session_id, (int, float)) or isinstance(session_id, bool) or session_id != int(session_id):
         return None
     return int(session_id)
-
-
-def exit_of(data: Mapping[str, Any]) -> tuple[bool, int | None]:
-    """What a ``write_stdin`` ``tool.completed`` says of its session: (over, exit code).
-    A killed command has no exit code."""
-    if isinstance(data.get("session_id"), int):
-        return False, None
-    if "exit_code" in data or "signal" in data:
-        code = data.get("exit_code")
-        return True, code if isinstance(code, int) else None
-    output = data.get("output")
-    return bool(isinstance(output, str) and GONE.match(output)), None

@@ -51,6 +51,7 @@ from echsd.events import (
     ApprovalResolved,
     EventData,
     EventsGap,
+    ExecSessionEnded,
     InputDelivered,
     ItemCompleted,
     PlanUpdated,
@@ -95,11 +96,9 @@ class ThreadTranslator(CallEvents):
         client_ids: Mapping[str, str] | None = None,
         context_window: Callable[[str], int | None] | None = None,
         usage_total: Callable[[], Mapping[str, Any]] | None = None,
-        boot_ms: int = 0,
     ) -> None:
         """``usage_total``: the thread's usage so far (its object's ``usage``), for a
-        translator that has not seen every turn; else the turns' usage is summed.
-        ``boot_ms``: when this daemon started (exec sessions do not outlive a daemon)."""
+        translator that has not seen every turn; else the turns' usage is summed."""
         self.thread_id = thread_id
         self.uuid = thread_uuid(thread_id)
         self.keep_turns = keep_turns
@@ -119,7 +118,7 @@ class ThreadTranslator(CallEvents):
         self.cwd_moved_at: int | None = None  # the first seq at which the cwd changed
         self._delivered: deque[str] = deque()  # input ids whose user message comes next
         self._streaming: dict[str, _Streaming] = {}  # agentMessage / reasoning items being streamed
-        self.calls_init(Sessions(boot_ms))
+        self.calls_init(Sessions())
 
     # -- the one entry point ----------------------------------------------------------------
 
@@ -136,8 +135,7 @@ class ThreadTranslator(CallEvents):
         kind, handler = found
         data = event.get("data")
         ms = int(float(event.get("ts") or 0.0) * 1000)
-        out = self.sessions_of_earlier_daemons(ms)
-        return out + handler(self, kind.of(data if isinstance(data, dict) else {}), ms, seq if isinstance(seq, int) else 0)
+        return handler(self, kind.of(data if isinstance(data, dict) else {}), ms, seq if isinstance(seq, int) else 0)
 
     def seed(self, thread: Mapping[str, Any]) -> None:
         """Start from an echsd thread object instead of the log's beginning: events up to
@@ -148,16 +146,15 @@ class ThreadTranslator(CallEvents):
 
     def follow(self, event: Mapping[str, Any]) -> None:
         """Read an event past the turns being replayed (``history``) only for what still
-        changes them: their exec sessions' ends, and the thread's cwd."""
+        changes them: their exec sessions' output and ends, and the thread's cwd."""
         kind, data = event.get("event"), event.get("data")
         if not isinstance(data, dict) or not (self.sessions or kind == ThreadConfigured.type_name):
             return
         seq, ms = int(event.get("seq") or 0), int(float(event.get("ts") or 0.0) * 1000)
-        self.sessions_of_earlier_daemons(ms)
         if kind == ThreadConfigured.type_name:
             self._thread_configured(ThreadConfigured.of(data), ms, seq)
-        elif kind == StateChanged.type_name and StateChanged.of(data).state in ("paused", "killed"):
-            self.end_sessions(self.sessions.end_all(), ms)
+        elif kind == ExecSessionEnded.type_name:
+            self.session_ended(ExecSessionEnded.of(data), ms, seq)
         elif kind == ToolStarted.type_name:
             started = ToolStarted.of(data)
             session_id = session_id_of(started.arguments) if started.name == "write_stdin" else None
@@ -165,10 +162,6 @@ class ThreadTranslator(CallEvents):
                 self.sessions.typing(str(started.call_id), session_id)
         elif kind == ToolCompleted.type_name:
             self.tool_completed(ToolCompleted.of(data), ms, seq)
-
-    def settle(self) -> None:
-        """The log has been read to its end: sessions older than this daemon are over."""
-        self.sessions_of_earlier_daemons(self.sessions.boot_ms)
 
     @property
     def status(self) -> dict[str, Any]:
@@ -198,11 +191,10 @@ class ThreadTranslator(CallEvents):
 
     def _thread_state(self, event: StateChanged, ms: int, seq: int) -> list[Out]:
         state = str(event.state or "idle")
-        out = self.end_sessions(self.sessions.end_all(), ms) if state in ("paused", "killed") else []
         if state == self.state:
-            return out
+            return []
         self.state = state
-        return [*out, self._status_changed()]
+        return [self._status_changed()]
 
     def _status_changed(self) -> Notify:
         return Notify("thread/status/changed", {"threadId": self.uuid, "status": self.status})
@@ -223,8 +215,6 @@ class ThreadTranslator(CallEvents):
         if turn is None:
             return []
         out = self.abandon_calls(ms)
-        if status == "interrupted":  # its exec sessions were killed with it
-            out += self.end_sessions(self.sessions.end_turn(turn.id), ms)
         self._streaming.clear()
         if error is not None:
             out.append(Notify("error", {"threadId": self.uuid, "turnId": turn.id, "error": error, "willRetry": False}))
@@ -414,6 +404,7 @@ _BY_TYPE: dict[type[EventData], Handler] = {
     ToolStarted: ThreadTranslator.tool_started,
     ToolOutput: ThreadTranslator.tool_output,
     ToolCompleted: ThreadTranslator.tool_completed,
+    ExecSessionEnded: ThreadTranslator.session_ended,
     SubagentSpawned: ThreadTranslator.subagent_spawned,
     SubagentCompleted: ThreadTranslator.subagent_completed,
     ApprovalRequested: ThreadTranslator._approval_requested,

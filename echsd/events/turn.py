@@ -157,3 +157,24 @@ class TurnError(EventData):
 
     turn_id: str | None = doc("str or null")
     error: Any = doc("{code, message}")
+
+
+@event("exec.session_started")
+class ExecSessionStarted(EventData):
+    """An `exec_command` call returned with its command still running: an exec session, which
+    `write_stdin` polls or types into, until `exec.session_ended`."""
+
+    session_id: int = doc("int, what write_stdin names it by")
+    turn_id: str = doc("str, the turn whose call started it")
+    command: str = doc("str, as the model wrote it")
+
+
+@event("exec.session_ended")
+class ExecSessionEnded(EventData):
+    """An exec session is over: its command exited (and said so), or it was killed (its turn
+    interrupted, the thread paused or killed, room made for another, the worker stopped), or
+    the daemon restarted under it."""
+
+    session_id: int = doc("int")
+    reason: str = doc("text")
+    exit_code: int | None = doc("int, or null when it was killed")

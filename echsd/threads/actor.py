@@ -27,7 +27,7 @@ from echsd.codex import ModelError
 from echsd.errors import Conflict, EchsError, Internal, UpstreamError
 from echsd.logs import get_logger
 from echsd.ops.threads import Send
-from echsd.store import Unit, ops, queries
+from echsd.store import StoreClosed, Unit, ops, queries
 from echsd.threads.actor_ops import LATER, ActorOps
 from echsd.threads.agents import ThreadAgents, tree_root
 from echsd.threads.compactor import compact_head
@@ -56,7 +56,7 @@ class ThreadActor(ActorOps):
         self.services = services
         self.tools = ToolRegistry(services.builtins, services.mcp)
         self.providers = RemoteProviders(record.thread_id, self.tools, services.remote_calls)
-        self.sessions = ExecSessionManager(record.thread_id)
+        self.sessions = ExecSessionManager(record.thread_id, events=_SessionLog(self))
         agents = ThreadAgents(
             record.thread_id,
             services.tree,
@@ -96,11 +96,13 @@ class ThreadActor(ActorOps):
     # ---- lifecycle -------------------------------------------------------------------
 
     async def run(self, crashed: BaseException | None = None) -> None:
-        try:
-            await self._run(crashed)
-        finally:
-            with trio.CancelScope(shield=True):
-                await self.sessions.close("the thread's worker stopped")
+        async with trio.open_nursery() as sessions:  # the exec sessions' tasks live here
+            self.sessions.run_in(sessions)
+            try:
+                await self._run(crashed)
+            finally:
+                with trio.CancelScope(shield=True):
+                    await self.sessions.close("the thread's worker stopped")
 
     async def _run(self, crashed: BaseException | None) -> None:
         await self._load(crashed)
@@ -297,6 +299,25 @@ class ThreadActor(ActorOps):
             if self._compaction_scope is scope:
                 self._compaction_scope = None
         await self._start_next()
+
+
+class _SessionLog:
+    """``SessionEvents`` for the thread's exec sessions: their starts and ends are thread
+    state (a restart ends the ones left open), so the core decides and logs them."""
+
+    def __init__(self, actor: ThreadActor) -> None:
+        self._actor = actor
+
+    async def started(self, session_id: int, turn_id: str, command: str) -> None:
+        await self._actor.log.ready()
+        self._actor.commit(self._actor.core.session_started(session_id, turn_id, command))
+
+    async def ended(self, session_id: int, reason: str, exit_code: int | None) -> None:
+        try:
+            await self._actor.log.ready()
+        except StoreClosed:
+            return  # the daemon is gone past its writer: the next start ends it (recovery)
+        self._actor.commit(self._actor.core.session_ended(session_id, reason, exit_code))
 
 
 class _Plan:

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from echsd.events import InputDelivered, PlanUpdated, StateChanged, ThreadConfigured, TurnStarted
+from echsd.events import ExecSessionEnded, ExecSessionStarted, InputDelivered, PlanUpdated, StateChanged, ThreadConfigured, TurnStarted
 from echsd.codex import strip_reasoning_items
 from echsd.errors import InvalidState
 from echsd.ids import new_input_id, new_turn_id
@@ -283,6 +283,25 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
         else:
             self.extra["name"] = op.name.strip()
         fx = Effects()
+        fx.statements.append(ops.upsert_thread(self.to_row()))
+        return fx
+
+    def session_started(self, session_id: int, turn_id: str, command: str) -> Effects:
+        """An exec session outlives its call: remembered with the thread (its end is told at
+        the latest by the next worker's recovery)."""
+        self.extra.setdefault("sessions", {})[str(session_id)] = turn_id
+        fx = Effects()
+        fx.emit(ExecSessionStarted, {"session_id": session_id, "turn_id": turn_id, "command": command})
+        fx.statements.append(ops.upsert_thread(self.to_row()))
+        return fx
+
+    def session_ended(self, session_id: int, reason: str, exit_code: int | None) -> Effects:
+        sessions = self.extra.get("sessions") or {}
+        sessions.pop(str(session_id), None)
+        if not sessions:
+            self.extra.pop("sessions", None)
+        fx = Effects()
+        fx.emit(ExecSessionEnded, {"session_id": session_id, "reason": reason, "exit_code": exit_code})
         fx.statements.append(ops.upsert_thread(self.to_row()))
         return fx
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from echsd.events import RunFinished, StateChanged, TurnError, TurnInterrupted
+from echsd.events import ExecSessionEnded, RunFinished, StateChanged, TurnError, TurnInterrupted
 from echsd.errors import Conflict, InvalidState
 from echsd.store import InputRow, ops
 from echsd.threads.compaction import AUTO_KEEP_USER_TURNS
@@ -49,7 +49,8 @@ class HistoryDecisions:
     # ---- loading -------------------------------------------------------------------------
 
     def recover(self, items: list[dict[str, Any]], inputs: Sequence[InputRow], crashed: str | None = None) -> Effects:
-        """Take the stored history and waiting inputs; close a turn a crash left open.
+        """Take the stored history and waiting inputs; close a turn (and end exec sessions) a
+        crash or a restart left open.
 
         ``inputs`` are the rows still ``queued`` or ``steering`` (see ``InputQueue.load``).
         ``crashed`` describes a worker crash (else the daemon restarted).
@@ -77,7 +78,11 @@ class HistoryDecisions:
             # Closed like any other turn: a parent waiting on this thread reads how it ended.
             self.extra["last_turn"] = {"turn_id": turn_id, "status": end.status, "reason": end.reason, "final_text": ""}
             fx.turn_end = end
-        if turn_id is not None or self.state is not previous:
+        sessions = self.extra.pop("sessions", None)  # exec sessions die with the worker that ran them
+        for session_id in sessions or ():
+            why = "the thread's worker crashed" if crashed is not None else "the daemon restarted"
+            fx.emit(ExecSessionEnded, {"session_id": int(session_id), "reason": why, "exit_code": None})
+        if turn_id is not None or self.state is not previous or sessions:
             fx.statements.append(ops.upsert_thread(self.to_row()))
         return fx
 

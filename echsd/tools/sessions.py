@@ -7,10 +7,16 @@ own into a bounded head+tail buffer; a call waiting on the session streams what 
 through its ``emit`` and returns what was buffered when it ends.
 
 One ``ExecSessionManager`` per thread owns that thread's sessions. The thread runtime:
+- ``manager.run_in(nursery)``: the sessions' tasks run in the thread's worker (its nursery
+  is closed only after ``close``), not as system tasks; a manager used alone (tests,
+  benches) falls back to system tasks;
 - ``await manager.turn_ended(turn_id, interrupted)``: when a turn ends; an interrupted turn's
   sessions are killed (those of turns that completed stay, as Codex's do);
 - ``await manager.close(reason)``: when the thread is paused or killed, or the daemon stops:
   every session is killed. The manager stays usable (a resumed thread starts new ones).
+A session's life is told to ``SessionEvents`` (the thread logs it: ``exec.session_started``
+when a call returns with the command still running, ``exec.session_ended`` whatever ends it),
+so clients read it from the events instead of guessing it.
 A call cancelled while it waits on the session it just started kills that session (it
 belongs to the turn being interrupted); the daemon's shutdown net (``kill_all_groups``) and
 the on-disk registry cover everything else, a SIGKILLed daemon included.
@@ -26,7 +32,7 @@ import random
 import signal
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Protocol
 
 import trio
 
@@ -46,6 +52,14 @@ DRAIN_AFTER_EXIT_S = 0.25  # output still in flight when the command exits
 STREAMED_OUTPUT_LIMIT = 1024 * 1024  # bytes streamed through emit per call; the model sees head+tail
 
 Emit = Callable[[str], Awaitable[None]]
+
+
+class SessionEvents(Protocol):
+    """Who hears of sessions becoming one and ending (the thread: it logs them)."""
+
+    async def started(self, session_id: int, turn_id: str, command: str) -> None: ...
+
+    async def ended(self, session_id: int, reason: str, exit_code: int | None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -75,6 +89,7 @@ class ExecSession:
     _changed: trio.Event = field(default_factory=trio.Event)
     _drained: trio.Event = field(default_factory=trio.Event)
     closed_because: str | None = None  # set when the manager kills it
+    told: bool = False  # its start was told to ``SessionEvents`` (so its end will be)
     policy: SandboxPolicy | None = None  # what confined it (for the note on a permission error)
     _stream: bytearray | None = None  # output for the call attached now, not yet emitted
     _streamed: int = 0
@@ -149,14 +164,33 @@ class ExecSessionManager:
     process table (its containment and registry), by default the one the daemon set up."""
 
     def __init__(
-        self, thread_id: str = "", *, processes: ToolProcesses | None = None, max_sessions: int = MAX_SESSIONS_PER_THREAD
+        self,
+        thread_id: str = "",
+        *,
+        processes: ToolProcesses | None = None,
+        max_sessions: int = MAX_SESSIONS_PER_THREAD,
+        events: SessionEvents | None = None,
     ) -> None:
         self.thread_id = thread_id
         self.processes = processes
         self.max_sessions = max_sessions
+        self.events = events
         self.sessions: dict[int, ExecSession] = {}
         self._closed: OrderedDict[int, str] = OrderedDict()
         self._starting = 0  # places taken by commands being started (not in ``sessions`` yet)
+        self._nursery: trio.Nursery | None = None
+
+    def run_in(self, nursery: trio.Nursery) -> None:
+        """Run the sessions' tasks in ``nursery`` (the thread worker's; it must ``close``
+        the manager before that nursery ends)."""
+        self._nursery = nursery
+
+    def _spawn(self, session: ExecSession) -> None:
+        name = f"exec session {session.session_id}"
+        if self._nursery is not None:
+            self._nursery.start_soon(session.run, name=name)
+        else:  # a manager used alone (tests, benches): no thread worker to run in
+            trio.lowlevel.spawn_system_task(session.run, name=name)
 
     async def exec_command(self, request: ExecRequest, *, turn_id: str, emit: Emit) -> ExecReport:
         notes = list(request.notes)
@@ -167,7 +201,7 @@ class ExecSessionManager:
         finally:
             self._starting -= 1
         started = session.last_used
-        trio.lowlevel.spawn_system_task(session.run, name=f"exec session {session.session_id}")
+        self._spawn(session)
         try:
             async with session.lock:
                 captured = await session.collect(started + request.yield_s, emit)
@@ -175,7 +209,11 @@ class ExecSessionManager:
             with trio.CancelScope(shield=True):  # interrupted while it ran: it was this turn's
                 await self._close(session, "the call that started it was cancelled")
             raise
-        return self._report(session, started, captured, request.max_tokens, notes)
+        report = self._report(session, started, captured, request.max_tokens, notes)
+        if report.session_id is not None and self.events is not None:
+            session.told = True
+            await self.events.started(session.session_id, turn_id, request.command)
+        return report
 
     async def _start(self, request: ExecRequest, turn_id: str, notes: list[str]) -> ExecSession:
         """Spawn the command (sandboxed as its policy says) and register its session."""
@@ -211,7 +249,10 @@ class ExecSessionManager:
             if chars:
                 notes += await self._type(session, chars.encode(), deadline)
             captured = await session.collect(deadline, emit)
-        return self._report(session, started, captured, max_tokens, notes)
+        report = self._report(session, started, captured, max_tokens, notes)
+        if report.exit_status is not None:
+            await self._tell_end(session, "its process exited", report.exit_status)
+        return report
 
     async def turn_ended(self, turn_id: str, interrupted: bool) -> None:
         """A turn ended: an interrupted turn's sessions are killed, others stay."""
@@ -288,14 +329,22 @@ class ExecSessionManager:
             session.closed_because = session.closed_because or reason
         session.process.kill()
         await session.finished.wait()
-        self._forget(session, reason)
+        if self._forget(session, reason):
+            await self._tell_end(session, reason, None if session.closed_because else session.exit_status)
 
-    def _forget(self, session: ExecSession, reason: str) -> None:
+    async def _tell_end(self, session: ExecSession, reason: str, exit_code: int | None) -> None:
+        if session.told and self.events is not None:
+            session.told = False
+            await self.events.ended(session.session_id, reason, exit_code)
+
+    def _forget(self, session: ExecSession, reason: str) -> bool:
+        """Drop a session that is over; False if it was dropped already."""
         if self.sessions.pop(session.session_id, None) is None:
-            return
+            return False
         self._closed[session.session_id] = reason
         while len(self._closed) > REMEMBERED_CLOSED:
             self._closed.popitem(last=False)
+        return True
 
     def _new_id(self) -> int:
         while True:  # Codex's range: short enough to type, unlikely to be guessed from another thread

@@ -68,6 +68,8 @@ def test_typing_into_a_session_until_it_exits() -> None:
         if chars.startswith("print"):
             more += translator.feed(log.add("tool.output", turn_id="turn_2", call_id=call_id, stream="stdout", chunk="42\n"))
         more += translator.feed(log.add("tool.completed", turn_id="turn_2", call_id=call_id, name="write_stdin", duration_ms=5.0, **result))
+    assert of_item(more, "c1") == []  # the exit code alone ends nothing: the daemon says when a session ends
+    more += translator.feed(log.add("exec.session_ended", session_id=4242, reason="its process exited", exit_code=0))
     more += translator.feed(log.add("turn.completed", turn_id="turn_2"))
     interactions = notes(checked(more), "item/commandExecution/terminalInteraction")
     assert [(i["itemId"], i["processId"], i["stdin"], i["turnId"]) for i in interactions] == [
@@ -85,42 +87,47 @@ def test_typing_into_a_session_until_it_exits() -> None:
     assert all(entry.item["type"] != "commandExecution" for entry in turn_2.entries)
 
 
-def test_sessions_die_with_their_interrupted_turn_and_with_a_paused_thread() -> None:
+def test_sessions_end_when_the_daemon_says_so() -> None:
+    """An interrupted turn's sessions, a paused thread's: ended by the daemon's events, in its order."""
     log = session_log()
     log.turn("turn_2", "again", "in_2")
     log.add("tool.started", turn_id="turn_2", call_id="c2", name="exec_command", arguments={"cmd": "sleep 100"})
     log.add("tool.completed", turn_id="turn_2", call_id="c2", name="exec_command", duration_ms=250.0, **running(77, ""))
     log.add("turn.interrupted", turn_id="turn_2", reason="interrupt")
     log.add("thread.state", state="idle")
+    _, before = run(log.events)
+    assert not any(p["item"].get("status") == "failed" for p in notes(before, "item/completed"))  # nothing guessed
+    log.add("exec.session_ended", session_id=77, reason="the turn that started it was interrupted", exit_code=None)
     _, outs = run(log.events)
     ended = [(p["item"]["id"], p["turnId"], p["item"]["status"]) for p in notes(outs, "item/completed") if "status" in p["item"]]
     assert ended[-1] == ("c2", "turn_2", "failed")  # killed with its turn; c1 lives on
     assert not any(item_id == "c1" for item_id, _, _ in ended)
-    assert methods(outs)[-3:] == ["item/completed", "turn/completed", "thread/status/changed"]
+    assert methods(outs)[-3:] == ["turn/completed", "thread/status/changed", "item/completed"]
     log.add("thread.state", state="paused")
+    log.add("exec.session_ended", session_id=4242, reason="the thread was paused", exit_code=None)
     _, outs = run(log.events)
     assert ("c1", "turn_1", "failed") in [(p["item"]["id"], p["turnId"], p["item"].get("status")) for p in notes(outs, "item/completed")]
 
 
-def test_a_session_of_an_earlier_daemon_is_over() -> None:
+def test_a_session_a_restart_ended_is_over() -> None:
     log = session_log()
-    boot_ms = int(log.events[-1]["ts"] * 1000) + 500
-    translator, outs = run(log.events, boot_ms=boot_ms)
+    translator, outs = run(log.events)
     assert not any(method == "item/completed" for method, _ in of_item(outs, "c1"))
-    later = translator.feed({**log.add("thread.state", state="running"), "ts": boot_ms / 1000 + 1})
+    later = translator.feed(log.add("exec.session_ended", session_id=4242, reason="the daemon restarted", exit_code=None))
     [(method, params)] = of_item(later, "c1")
-    assert method == "item/completed" and params["item"]["status"] == "failed" and params["completedAtMs"] == boot_ms
+    assert method == "item/completed" and params["item"]["status"] == "failed" and params["turnId"] == "turn_1"
 
 
 def test_typing_into_a_session_gone_or_unknown() -> None:
     log = session_log()
+    log.add("exec.session_ended", session_id=4242, reason="closed to make room", exit_code=None)
     log.turn("turn_2", "again", "in_2")
     log.add("tool.started", turn_id="turn_2", call_id="w1", name="write_stdin", arguments={"session_id": 4242, "chars": "x"})
     log.add("tool.completed", turn_id="turn_2", call_id="w1", name="write_stdin", ok=False, output="error: session 4242 is gone: closed to make room")
     log.add("tool.started", turn_id="turn_2", call_id="w2", name="write_stdin", arguments={"session_id": 9, "chars": "ls\n"})
     log.add("tool.completed", turn_id="turn_2", call_id="w2", name="write_stdin", ok=False, output="error: unknown session_id 9")
     _, outs = run(log.events)
-    assert [(p["itemId"], p["processId"]) for p in notes(outs, "item/commandExecution/terminalInteraction")] == [("c1", "4242"), ("w2", "9")]
+    assert [(p["itemId"], p["processId"]) for p in notes(outs, "item/commandExecution/terminalInteraction")] == [("w1", "4242"), ("w2", "9")]
     assert [p["item"]["status"] for p in notes(outs, "item/completed") if p["item"]["id"] == "c1"] == ["failed"]  # gone
     assert not any(p["item"]["id"] in ("w1", "w2") for p in notes(outs, "item/started"))
 
