@@ -5,7 +5,8 @@ from a script file): ``one_word``, an ``exec_command`` whose command is one 2 MB
 (a base64 blob); ``many_calls``, 25 parallel calls of 100 KB each; ``big_patch``, a
 20,000-line ``apply_patch`` heredoc. A probe asks ``status`` every 20 ms from a connection
 of its own. Beside each, the raw limit: the same probe against the same daemon while it is
-idle, in the same run. Options: ``--rounds=N`` (default 3 turns per scenario).
+idle, in the same run; and the daemon's peak RSS over the run. Options: ``--rounds=N``
+(default 3 turns per scenario).
 """
 
 from __future__ import annotations
@@ -129,10 +130,19 @@ async def bench(rounds: int) -> dict[str, Any]:
                 result[f"{name}_status_ms"] = percentiles(busy)
                 result[f"{name}_status_max_ms"] = round(max(busy) * 1000, 2)
                 result[f"{name}_idle_status_ms"] = percentiles(idle)  # the raw limit, same daemon, same moment
+            result["daemon_peak_rss_mib"] = _peak_rss_mib(daemon.process.pid)
         finally:
             daemon.stop()
             upstream.stop()
     return result
+
+
+def _peak_rss_mib(pid: int) -> float:
+    """The daemon's peak resident set (VmHWM) over the whole run."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
 
 
 def main(argv: list[str]) -> dict[str, Any]:
