@@ -34,6 +34,7 @@ from echsd.service.sdnotify import Notifier
 from echsd.settings import Settings
 from echsd.store import Store, open_store
 from echsd.threads.hub import EventHub
+from echsd.threads.lease import Lease
 from echsd.threads.supervisor import Supervisor
 from echsd.tools.base import Tool
 from echsd.tools.process import become_subreaper, kill_all_groups, use_group_registry
@@ -135,17 +136,19 @@ class Daemon:
                 tools = builtin_tools(agent_types) | {tool.spec.name: tool for tool in self.extra_tools}
                 mcp = self.mcp = McpServers(settings.mcp_servers, os.getcwd())
                 await root.start(mcp.run)
-                cluster = self.cluster = await self._join_cluster(store, board)
+                lease = Lease()  # this node's (several daemons over PostgreSQL); the cluster node changes it
+                cluster = self.cluster = await self._join_cluster(store, board, lease)
                 router = self.router = ThreadRouter(store.node_id, cluster)
                 supervisor = self.supervisor = Supervisor(
-                    store, client, tools, tuning, default_model=settings.model, blackboard=board, ops=router, agent_types=agent_types, mcp=mcp
-                )
+                    store, client, tools, tuning, default_model=settings.model, blackboard=board, ops=router, lease=lease,
+                    agent_types=agent_types, mcp=mcp,
+                )  # fmt: skip
                 boards = BlackboardService(board, page_bytes=tuning.max_message_bytes // 2)
                 router.attach(LocalNode(supervisor, store, settings, boards, router, cluster, mcp))
                 self.ops = LocalClient(router)
                 if cluster is not None:
                     cluster.attach(supervisor, router)
-                await supervisor.load(cluster.epoch if cluster is not None else None)
+                await supervisor.load()
                 await root.start(supervisor.run)
                 if cluster is not None:
                     await root.start(cluster.run)
@@ -193,7 +196,7 @@ class Daemon:
             self._stopped.set()
             log.info("echsd stopped")
 
-    async def _join_cluster(self, store: Store, board: Blackboard) -> ClusterNode | None:
+    async def _join_cluster(self, store: Store, board: Blackboard, lease: Lease) -> ClusterNode | None:
         """Where the store is shared (PostgreSQL), join the nodes: lease, fencing, relay."""
         if store.dialect != "postgresql":
             return None
@@ -201,7 +204,7 @@ class Daemon:
         from echsd.store.postgres.store import PgStore
 
         assert isinstance(store, PgStore)
-        cluster = ClusterNode(store, self.hub, board, self.settings.tuning.lease_s)
+        cluster = ClusterNode(store, self.hub, board, lease, self.settings.tuning.lease_s)
         await cluster.join()
         return cluster
 

@@ -13,18 +13,19 @@ from collections.abc import Callable, Sequence
 from echsd.cluster.channels import EVENTS, event_notices
 from echsd.cluster.nodes import epochs_of
 from echsd.store import Conn, LeaseLost, Unit
+from echsd.threads.lease import Lease
 
 
 class LeaseGuard:
-    def __init__(self, on_lost: Callable[[frozenset[str]], None]) -> None:
-        self.epoch: int | None = None  # this node's incarnation; None while it holds no lease
+    def __init__(self, lease: Lease, on_lost: Callable[[frozenset[str]], None]) -> None:
+        self.lease = lease  # read on the writer's thread: None while this node holds no lease
         self._on_lost = on_lost
 
     def before(self, conn: Conn, units: Sequence[Unit]) -> None:
         fenced = sorted({unit.fence for unit in units if unit.fence is not None})
         if not fenced:
             return
-        epoch = self.epoch
+        epoch = self.lease.epoch
         lost = frozenset(
             thread_id for thread_id, held in epochs_of(conn, fenced).items() if epoch is None or held != epoch
         )

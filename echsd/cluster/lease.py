@@ -20,6 +20,7 @@ import trio
 from echsd.cluster import nodes
 from echsd.logs import get_logger
 from echsd.store.postgres.connection import PgConn
+from echsd.threads.lease import Lease
 
 log = get_logger(__name__)
 
@@ -27,13 +28,14 @@ STOP_WAIT_S = 2.0
 
 
 class LeaseKeeper:
-    def __init__(self, url: str, application_name: str, node_id: str, lease_s: float, on_lost: Callable[[], None]) -> None:
+    def __init__(self, url: str, application_name: str, node_id: str, lease: Lease, lease_s: float, on_lost: Callable[[], None]) -> None:
         self._url = url
         self._application_name = application_name
         self.node_id = node_id
+        self.lease = lease  # read here, from the keeper's thread; the cluster node changes it
         self.lease_s = lease_s
         self._on_lost = on_lost  # called on the event loop
-        self._epoch: int | None = None  # None: nothing to renew (lost, or not joined yet)
+        self._reported: int | None = None  # the epoch whose loss was reported already
         self._renewed_at = time.monotonic()
         self.failure: str | None = None  # why the last renewal failed, None after a success
         self._wake = threading.Event()
@@ -41,9 +43,8 @@ class LeaseKeeper:
         self._thread: threading.Thread | None = None
         self._token: trio.lowlevel.TrioToken | None = None
 
-    def renewed(self, epoch: int) -> None:
-        """A (re)join registered ``epoch`` just now: renew that one from here on."""
-        self._epoch = epoch
+    def joined(self) -> None:
+        """A (re)join registered a new epoch just now: it counts as renewed."""
         self._renewed_at = time.monotonic()
         self.failure = None
 
@@ -70,9 +71,9 @@ class LeaseKeeper:
                 self._wake.wait(self.lease_s / 3)
                 if self._stopping:
                     return
-                epoch = self._epoch
-                if epoch is None:
-                    continue
+                epoch = self.lease.epoch
+                if epoch is None or epoch == self._reported:
+                    continue  # nothing to renew (not joined, or lost and not joined again)
                 try:
                     if conn is None:
                         conn = PgConn(self._url, self._application_name)
@@ -81,13 +82,13 @@ class LeaseKeeper:
                     self.failure = repr(exc)
                     log.warning("cluster_renew_failed", error=self.failure, silent_s=round(self.silent_s(), 1))
                     continue
-                if epoch != self._epoch:
+                if epoch != self.lease.epoch:
                     continue  # the node joined again meanwhile
                 self.failure = None
                 if held:
                     self._renewed_at = time.monotonic()
                 else:
-                    self._epoch = None
+                    self._reported = epoch
                     self._report_lost()
         finally:
             if conn is not None:

@@ -34,6 +34,7 @@ from echsd.store import Store, queries
 from echsd.store.postgres.connection import PgConn
 from echsd.store.postgres.store import PgStore, application_name
 from echsd.threads.hub import EventHub
+from echsd.threads.lease import Lease
 from echsd.threads.supervisor import Supervisor
 
 if TYPE_CHECKING:
@@ -45,14 +46,15 @@ FORWARD_TIMEOUT_S = 10.0
 
 
 class ClusterNode:
-    def __init__(self, store: PgStore, hub: EventHub, board: Blackboard, lease_s: float, address: str = "") -> None:
+    def __init__(self, store: PgStore, hub: EventHub, board: Blackboard, lease: Lease, lease_s: float, address: str = "") -> None:
         self.store: Store = store
         self._url = store.url
         self.node_id = store.node_id
+        self.lease = lease  # this node's: changed here alone (joined, lost); read by the guard, the keeper, the supervisor
         self.lease_s = lease_s
         self.address = address
-        self.epoch: int | None = None
-        self.guard = LeaseGuard(self._fenced)
+        self.epoch: int | None = None  # the incarnation joined last (the lease's while held)
+        self.guard = LeaseGuard(lease, self._fenced)
         self.relay = EventRelay(store, hub, self._is_local)
         self._supervisor: Supervisor | None = None
         self._router: ThreadRouter | None = None
@@ -60,7 +62,7 @@ class ClusterNode:
         self._conn = PgConn(store.url, application_name(self.node_id) + " membership")
         self._limiter = trio.CapacityLimiter(1)
         self._lost = trio.Event()
-        self.keeper = LeaseKeeper(store.url, application_name(self.node_id) + " lease", self.node_id, lease_s, self._lease_lost)
+        self.keeper = LeaseKeeper(store.url, application_name(self.node_id) + " lease", self.node_id, lease, lease_s, self._lease_lost)
         self.board = board
         board.share(lambda seq: ("SELECT pg_notify(?, ?)", (BLACKBOARD, str(seq))))
         self.adoptions = 0  # threads adopted from other nodes (status, tests)
@@ -70,8 +72,8 @@ class ClusterNode:
     async def join(self) -> int:
         """Register a new incarnation; returns its epoch (the threads leased to it)."""
         self.epoch = await self._db(nodes.register, self.node_id, self.lease_s, self.address)
-        self.keeper.renewed(self.epoch)
-        self.guard.epoch = self.epoch
+        self.lease.granted(self.epoch)
+        self.keeper.joined()
         log.info("cluster_joined", node_id=self.node_id, epoch=self.epoch, lease_s=self.lease_s)
         return self.epoch
 
@@ -168,13 +170,12 @@ class ClusterNode:
                 await trio.sleep(min(1.0, self.lease_s / 3))
         self._lost = trio.Event()
         if self._supervisor is not None:
-            self._supervisor.lease_epoch = epoch
             mine = await self.store.read(lambda conn: sorted(queries.leased_threads(conn, epoch)))
             await self._supervisor.adopt(mine)
         await self.forwarder.pick_up()
 
     def _stop_all(self, reason: str) -> None:
-        self.guard.epoch = None  # nothing more is written under the old lease
+        self.lease.revoked()  # nothing more is written under the old lease
         if self._supervisor is not None:
             self._supervisor.drop(list(self._supervisor.records), reason)
 
@@ -182,7 +183,7 @@ class ClusterNode:
         """The writer refused writes of these threads: another node holds them now."""
         if self._supervisor is not None:
             self._supervisor.drop(thread_ids, "another node holds the lease now")
-        if self.guard.epoch is not None:
+        if self.lease.epoch is not None:
             self._lost.set()  # the heartbeat checks the whole lease at once
 
     def _reconnected(self) -> None:

@@ -43,6 +43,7 @@ from echsd.threads.config import ThreadConfig, new_config
 from echsd.threads.core import ThreadCore
 from echsd.threads.effects import TurnEnd
 from echsd.threads.eventlog import ThreadLog
+from echsd.threads.lease import Lease
 from echsd.threads.given_up import kill_offline
 from echsd.threads.loading import read_threads
 from echsd.threads.mailbox import Request, error_reply, first_leaf
@@ -70,6 +71,7 @@ class Supervisor:
         default_model: str,
         blackboard: Blackboard,
         ops: OpRunner,
+        lease: Lease | None = None,
         agent_types: Mapping[str, AgentType] | None = None,
         mcp: McpToolSource | None = None,
     ) -> None:
@@ -100,7 +102,7 @@ class Supervisor:
         )
         self._turn_listeners: list[TurnListener] = []
         self.node_id = store.node_id
-        self.lease_epoch: int | None = None  # this node's lease (None: the only node, SQLite)
+        self.lease = lease or Lease()  # this node's lease (read here; the cluster node changes it)
         self.ops = ops
         self._nursery: trio.Nursery | None = None
         self._eager: list[ThreadRecord] = []
@@ -108,10 +110,10 @@ class Supervisor:
 
     # ---- start-up --------------------------------------------------------------------
 
-    async def load(self, epoch: int | None = None) -> None:
+    async def load(self) -> None:
         """Load the metadata of every thread this node runs (all of them, or those leased
-        under ``epoch``); remember which need their actor right away."""
-        self.lease_epoch = epoch
+        under its lease's epoch); remember which need their actor right away."""
+        epoch = self.lease.epoch
         self._eager = self._add_records(await self.store.read(lambda conn: read_threads(conn, epoch, None)))
         log.info("threads loaded", threads=len(self.records), resuming=len(self._eager))
 
@@ -121,7 +123,7 @@ class Supervisor:
         wanted = [thread_id for thread_id in thread_ids if thread_id not in self.records]
         if not wanted or self._closing:
             return
-        epoch = self.lease_epoch
+        epoch = self.lease.epoch
         eager = self._add_records(await self.store.read(lambda conn: read_threads(conn, epoch, wanted)))
         for record in eager:
             self.ensure_actor(record)
@@ -319,7 +321,7 @@ class Supervisor:
         if self._closing:
             raise Unavailable("the daemon is shutting down: no new threads")
         thread_id = new_thread_id()
-        node, epoch = placed or (self.node_id, self.lease_epoch)
+        node, epoch = placed or (self.node_id, self.lease.epoch)
         core = ThreadCore(thread_id, parent=parent, created_at=time.time(), state=ThreadState.IDLE, config=config, extra=extra)
         record = ThreadRecord(core, ThreadLog(thread_id, self.store.writer, 0), node)
         self.records[thread_id] = record
