@@ -35,6 +35,7 @@ VERBS = {
     "deny": "echsd.cli.echs_approvals:deny",
     "bb": "echsd.cli.echs_bb:bb",
     "mcp": "echsd.cli.echs_mcp:mcp",
+    "why": "echsd.cli.echs_why:why",
 }
 
 

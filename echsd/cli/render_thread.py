@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from echsd.cli.render import Style, ago, clip_left, duration, one_line, short_path, table, tokens, when
 
 LABEL = "  instructions  "  # the labels' column in thread_lines
 NAME_CHARS = 40  # a display name in `echs ls` (`echs show` has room for all of it)
+WAITING_CHARS = 48  # what a thread waits on, in `echs ls` (`echs why` says all of it)
 MOCK_NOTE = "the built-in scripted mock model: no model credentials were found"
 
 
@@ -64,7 +66,7 @@ def thread_table(threads: list[dict[str, Any]], style: Style, width: int | None 
         return ["no threads (create one with `echs new`)"]
     with_parent = any(t.get("parent") for t in threads)
     with_name = any(t.get("name") for t in threads)
-    headers = ["THREAD", "STATE", *(["NAME"] if with_name else []), "MODEL", "TURNS", "COST", "QUEUED", "CREATED"]
+    headers = ["THREAD", "STATE", *(["NAME"] if with_name else []), "WAITING ON", "MODEL", "TURNS", "COST", "QUEUED", "CREATED"]
     headers += [*(["PARENT"] if with_parent else []), "CWD"]
     rows = []
     for thread in threads:
@@ -74,6 +76,7 @@ def thread_table(threads: list[dict[str, Any]], style: Style, width: int | None 
             str(thread.get("thread_id")),
             str(thread.get("state")),
             *([one_line(str(thread.get("name") or "-"), NAME_CHARS)] if with_name else []),
+            one_line(waiting_text(thread.get("waiting_on")), WAITING_CHARS),
             str(config.get("model", "-")),
             str(usage.get("turns", 0)),
             cost(usage.get("cost_usd")),
@@ -84,9 +87,47 @@ def thread_table(threads: list[dict[str, Any]], style: Style, width: int | None 
         ]
         rows.append(row)
     # On a narrow terminal these go first: cost, queue, turns, parent, age, model, name.
-    order = ["COST", "QUEUED", "TURNS", "PARENT", "CREATED", "MODEL", "NAME"]
+    order = ["COST", "QUEUED", "TURNS", "PARENT", "CREATED", "MODEL", "NAME", "WAITING ON"]
     droppable = [headers.index(header) for header in order if header in headers]
     return table(headers, rows, style, colors=[None, "state"], width=width, droppable=droppable)
+
+
+def waiting_text(waiting: dict[str, Any] | None, now: float | None = None) -> str:
+    """A thread's ``waiting_on`` in a few words: ``tool exec_command 2m 05s (pid 4242: make test)``."""
+    if not waiting:
+        return "-"
+    now = time.time() if now is None else now
+    kind = str(waiting.get("kind"))
+    since = waiting.get("since")
+    age = f" {duration(max(0.0, now - float(since)), whole=True)}" if since else ""
+    if kind == "model":
+        last = waiting.get("last_event_age_s")
+        quiet = f", last event {duration(float(last), whole=True)} ago" if last is not None else ""
+        text = f"model stream{age}{quiet}"
+    elif kind == "tool":
+        process = f" (pid {waiting['pid']}: {one_line(str(waiting.get('command') or ''), 60)})" if waiting.get("pid") else ""
+        more = f" +{int(waiting['tools']) - 1} more" if waiting.get("tools") else ""
+        text = f"tool {waiting.get('tool')}{age}{process}{more}"
+    elif kind == "approval":
+        text = f"approval {waiting.get('request_id')} for {waiting.get('tool')}{age}"
+    elif kind == "agents":
+        agents = list(waiting.get("agents") or [])
+        text = f"sub-agents {', '.join(agents[:4])}{' …' if len(agents) > 4 else ''}{age}"
+    elif kind == "retry":
+        until = float(waiting.get("until") or now)
+        text = f"retry {waiting.get('attempt')}/{waiting.get('max_retries')} in {duration(max(0.0, until - now), whole=True)}: {one_line(str(waiting.get('reason') or ''), 60)}"
+    elif kind == "queue":
+        text = f"queued behind {waiting.get('behind')}{age}"
+    elif kind == "paused":
+        queued = int(waiting.get("queued") or 0)
+        text = "paused" + (f", {queued} input(s) queued" if queued else "")
+    elif kind == "given_up":
+        text = f"given up: {waiting.get('reason')}"
+    else:
+        text = f"{kind}{age}"
+    if kind not in ("paused", "queue") and waiting.get("queued"):
+        text += f"; {waiting['queued']} input(s) queued behind this turn"
+    return text
 
 
 def tree_lines(nodes: list[dict[str, Any]], style: Style) -> list[str]:
@@ -175,6 +216,8 @@ def thread_lines(thread: dict[str, Any], style: Style, width: int | None = None,
         lines.append(("  plan          " if index == 0 else "                ") + f"{mark} {value(str(step.get('step')), min(70, room - 2))}")
     if thread.get("active_turn"):
         lines.append(f"  active turn   {thread['active_turn']}")
+    if thread.get("waiting_on"):
+        lines.append(f"  waiting on    {value(waiting_text(thread['waiting_on']))}")
     if thread.get("last_seq") is not None:
         lines.append(f"  last event    #{thread['last_seq']}")
     if thread.get("failed"):

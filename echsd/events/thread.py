@@ -46,6 +46,16 @@ class ThreadDeleted(EventData):
     root: Any = doc("the thread whose deletion was asked (this one or an ancestor)")
 
 
+@event("thread.given_up")
+class ThreadGivenUp(EventData):
+    """The thread's worker kept crashing and was given up: requests are refused
+    (`unavailable`; `kill` still works) until the next request after `retry_in_s`, which
+    starts it again."""
+
+    reason: str = doc("text")
+    retry_in_s: float = doc("float")
+
+
 @event("thread.compacted")
 class ThreadCompacted(EventData):
     """The thread's context was compacted."""

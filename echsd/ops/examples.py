@@ -31,6 +31,7 @@ THREAD = {
     "last_turn": {"turn_id": "turn_5f0c2a9d11e24b7a", "status": "completed", "reason": None, "final_text": "Done: the tests pass."},
     "last_seq": 7,
     "node": "build-1",
+    "waiting_on": None,
 }
 THREAD_OBJECT = "thread object (CONTRACT.md 2.5)"
 ENTRY_OBJECT = "entry object `{key, value, version, writer, updated_at}`"

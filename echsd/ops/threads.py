@@ -297,3 +297,39 @@ class Rename(Op):
 
     thread_id: str = param(THREAD_ID, THE_THREAD, required=True)
     name: str | None = param(NAME, "the display name (a line of text)", required=True, nullable=True)
+
+
+WHY_EVENTS = 20
+MAX_WHY_EVENTS = 200
+
+
+@op(
+    "thread.why",
+    Where.OWNER,
+    result="the " + ex.THREAD_OBJECT + " with `last_events` (its last events, streamed deltas left out, oldest first) "
+    "and `streamed` (`{events, bytes, last_ts}` of the deltas after the last of them)",
+    method="why",
+    positional=("thread_id",),
+    example={"thread_id": ex.TID, "limit": 1},
+    example_result={
+        **ex.THREAD,
+        "state": "running",
+        "active_turn": "turn_5f0c2a9d11e24b7a",
+        "waiting_on": {"kind": "tool", "tool": "exec_command", "call_id": "call_7", "since": 1767225601.5, "runtime_s": 600.2,
+                       "pid": 4242, "command": "make test", "turn_id": "turn_5f0c2a9d11e24b7a"},
+        "last_events": [{**ex.EVENT, "event": "tool.started", "data": {"turn_id": "turn_5f0c2a9d11e24b7a", "call_id": "call_7",
+                                                                      "name": "exec_command", "arguments": {"cmd": "make test"}}}],
+        "streamed": {"events": 0, "bytes": 0, "last_ts": None},
+    },
+    notes="`waiting_on` is `null` (idle with nothing queued, or killed) or `{kind, since?, ...}`, kind one of `model` "
+    "(`model`, `last_event_age_s`), `tool` (`tool`, `call_id`, `runtime_s`, `pid` and `command` of the process it is "
+    "attached to), `approval` (`request_id`, `tool`), `agents` (`agents`: ids), `retry` (`until`, `in_s`, `attempt`, "
+    "`max_retries`, `reason`), `queue` (`behind`, `queued`), `compaction`, `turn`, `paused` (`queued`), `given_up` "
+    "(`reason`). While a turn runs, it also has `turn_id`, and `queued`/`behind` count inputs queued behind it. "
+    "Answered by the node that runs the thread (`thread.get` on another node sees only its stored state).",
+)
+class Why(Op):
+    """What a thread waits on now, with its last events (`echs why`)."""
+
+    thread_id: str = param(THREAD_ID, THE_THREAD, required=True)
+    limit: int | None = param(COUNT, f"how many of the last events (default {WHY_EVENTS}, at most {MAX_WHY_EVENTS})")

@@ -14,7 +14,8 @@ from echsd.errors import BadRequest, NotFound
 from echsd.ids import is_thread_id
 from echsd.ops.daemon import Status
 from echsd.ops.internal import AgentView
-from echsd.ops.threads import Events, Get, ListThreads, Tree
+from echsd.events import DELTA_EVENTS
+from echsd.ops.threads import MAX_WHY_EVENTS, WHY_EVENTS, Events, Get, ListThreads, Tree, Why
 from echsd.paging import page_of
 from echsd.router.handlers import answers
 from echsd.router.node import LocalNode
@@ -151,3 +152,15 @@ async def events(node: LocalNode, op: Events) -> list[dict[str, Any]]:
         if len(rows) < chunk:
             break
     return page
+
+
+@answers(Why)
+async def why(node: LocalNode, op: Why) -> dict[str, Any]:
+    """``thread.why``, on the node that runs the thread (its ``waiting_on`` is in memory there)."""
+    thread = node.supervisor.record(op.thread_id).to_object()
+    limit = min(op.limit or WHY_EVENTS, MAX_WHY_EVENTS)
+    skip = sorted(DELTA_EVENTS)
+    events, (count, size, last_ts) = await node.store.read(lambda conn: queries.last_events(conn, op.thread_id, limit, skip))
+    thread["last_events"] = [event.envelope() for event in events]
+    thread["streamed"] = {"events": count, "bytes": size, "last_ts": last_ts}
+    return thread

@@ -166,6 +166,28 @@ def count_events(conn: Conn, thread_id: str) -> int:
 EventRow = tuple[str, int, str, float, bytes]
 """(thread_id, seq, type, ts, data as stored JSON bytes): an event not yet decoded."""
 
+LAST_EVENTS_SCAN = 20_000  # how far back ``last_events`` looks past streamed deltas
+
+
+def last_events(conn: Conn, thread_id: str, limit: int, skip: Sequence[str]) -> tuple[list[Event], tuple[int, int, float | None]]:
+    """The thread's last ``limit`` events whose type is not in ``skip`` (oldest first), and
+    ``(count, data bytes, last ts)`` of the skipped ones after them (what a turn streamed
+    since). Looks back at most ``LAST_EVENTS_SCAN`` seqs."""
+    top = last_seq(conn, thread_id)
+    floor = max(0, top - LAST_EVENTS_SCAN)
+    marks = ", ".join("?" for _ in skip) or "''"
+    rows = conn.execute(
+        f"SELECT {EVENT_COLUMNS} FROM events WHERE thread_id = ? AND seq > ? AND type NOT IN ({marks}) ORDER BY seq DESC LIMIT ?",
+        (thread_id, floor, *skip, limit),
+    ).fetchall()
+    events = [event_from_row(row) for row in reversed(rows)]
+    after = events[-1].seq if events else floor
+    count, size, last_ts = conn.execute(
+        f"SELECT count(*), sum(length(data)), max(ts) FROM events WHERE thread_id = ? AND seq > ? AND type IN ({marks})",
+        (thread_id, after, *skip),
+    ).fetchone()
+    return events, (int(count or 0), int(size or 0), last_ts)
+
 
 def read_event_rows(
     conn: Conn, thread_id: str, after_seq: int = 0, limit: int | None = None

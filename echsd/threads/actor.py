@@ -17,6 +17,7 @@ crosses nodes is the router's.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import trio
@@ -57,6 +58,7 @@ class ThreadActor(ActorOps):
         self.tools = ToolRegistry(services.builtins, services.mcp)
         self.providers = RemoteProviders(record.thread_id, self.tools, services.remote_calls)
         self.sessions = ExecSessionManager(record.thread_id, events=_SessionLog(self))
+        record.activity.processes = self.sessions
         agents = ThreadAgents(
             record.thread_id,
             services.tree,
@@ -68,6 +70,7 @@ class ThreadActor(ActorOps):
             services.catalog,
             services.subagent_slots,
             services.ops,
+            record.activity,
         )
         self.caps = ThreadCapabilities(
             sessions=self.sessions,
@@ -223,17 +226,23 @@ class ThreadActor(ActorOps):
             caps=self.caps,
             approvals=self.services.approvals,
             limits=self.services.limits,
+            activity=self.record.activity,
         )
         status, error = "error", {"code": "internal", "message": "the turn was cancelled"}
+        activity = self.record.activity
         with scope:
             if self.core.parent is not None:  # a sub-agent's turn takes one of the daemon's slots
                 slots, tree = self.services.subagent_slots, tree_root(self.services.tree, self.thread_id)
                 if not slots.free_for(tree):
-                    await self._emit(TurnWaiting, {"turn_id": turn.turn_id, "reason": f"{slots.total} sub-agent turns are running (max_running_subagents)"})
+                    reason = f"{slots.total} sub-agent turns are running (max_running_subagents)"
+                    activity.slot_since, activity.slot_reason = time.time(), reason
+                    await self._emit(TurnWaiting, {"turn_id": turn.turn_id, "reason": reason})
                 async with slots.held(self.thread_id, tree):
+                    activity.slot_since = activity.slot_reason = None
                     status, error = await run_turn(host)
             else:
                 status, error = await run_turn(host)
+        activity.turn_ended()
         with trio.CancelScope(shield=True):
             await self.log.ready()
             effects = self.core.finish_turn(status, error, partial="".join(host.partial))

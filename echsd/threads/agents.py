@@ -23,6 +23,7 @@ from echsd.agent_types import SUBAGENT_INSTRUCTIONS, AgentType
 from echsd.errors import BadRequest, EchsError
 from echsd.ops.internal import AgentView
 from echsd.ops.threads import Kill, Send
+from echsd.threads.activity import Activity
 from echsd.threads.config import EffortCatalog, ThreadConfig
 from echsd.threads.policy import POLICY_ORDERS, stricter
 from echsd.threads.effects import TurnEnd
@@ -81,8 +82,10 @@ class ThreadAgents:
         catalog: EffortCatalog,
         slots: SubagentSlots,
         ops: OpRunner,
+        activity: Activity | None = None,
     ) -> None:
         self.thread_id = thread_id
+        self._activity = activity or Activity()  # the thread's: wait_agents is noted there
         self._slots = slots
         self._ops = ops
         self._catalog = catalog
@@ -128,6 +131,7 @@ class ThreadAgents:
                 changed.set()
 
         remove = self._tree.on_turn_finished(on_change)
+        self._activity.waiting_for_agents(None, tuple(wanted))
         try:
             async with self._slots.lent(self.thread_id):  # a waiting parent runs nothing: its children may
                 with trio.move_on_after(timeout_s if timeout_s is not None else float("inf")) as timer:
@@ -140,6 +144,7 @@ class ThreadAgents:
                         changed = trio.Event()
         finally:
             remove()
+            self._activity.waiting_for_agents(None, None)
         if timer.cancelled_caught:
             views = [await self._view(agent_id) for agent_id in wanted]
         return {"agents": [_shown(view) for view in views], "timed_out": timer.cancelled_caught}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from echsd.store import Conn, queries
+from echsd.threads.activity import waiting_on
 from echsd.threads.core import ThreadCore
 
 
@@ -37,6 +38,7 @@ def stored_objects(conn: Conn, skip: set[str], only: str | None = None) -> list[
         data = core.snapshot()
         data["last_seq"] = last_seqs.get(row.thread_id, 0)
         data["node"] = owners.get(row.thread_id) or ""
+        data["waiting_on"] = waiting_on(core, None, last_event_at=None, given_up=None)  # `thread.why` asks its node
         objects.append(data)
     return objects
 

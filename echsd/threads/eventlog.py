@@ -22,6 +22,7 @@ class ThreadLog:
         self.thread_id = thread_id
         self.writer = writer
         self.last_seq = last_seq
+        self.last_at: float | None = None  # unix time of the last event logged here (``waiting_on``)
         self.deltas_since_fold = 0  # delta events logged since retention last ran
         self.delta_chars_since_fold = 0  # ... and their text's length
 
@@ -48,15 +49,19 @@ class ThreadLog:
         unit = Unit(events=built, statements=list(statements), fence=self.thread_id)
         self.writer.put_nowait(unit)  # raises before any seq is taken if the writer is full
         self.last_seq = seq
+        if built:
+            self.last_at = now
         self.deltas_since_fold += deltas
         return unit
 
     def emit_one(self, kind: type[EventData], data: dict[str, Any], *statements: Statement) -> Unit:
         """The hot path (every delta): one event, no intermediate lists."""
         seq = self.last_seq + 1
-        unit = Unit(events=[Event(self.thread_id, seq, kind.type_name, time.time(), data)], statements=list(statements), fence=self.thread_id)
+        now = time.time()
+        unit = Unit(events=[Event(self.thread_id, seq, kind.type_name, now, data)], statements=list(statements), fence=self.thread_id)
         self.writer.put_nowait(unit)
         self.last_seq = seq
+        self.last_at = now
         if kind.streamed:
             self.deltas_since_fold += 1
             self.delta_chars_since_fold += _delta_size(data)

@@ -13,6 +13,7 @@ from typing import Any, Protocol, Sequence
 from echsd.events import EventData
 from echsd.codex import RateLimits, ResponsesClient, Usage
 from echsd.settings import Tuning
+from echsd.threads.activity import Activity
 from echsd.threads.config import ThreadConfig
 from echsd.tools.base import ToolContext
 from echsd.tools.registry import ToolRegistry
@@ -25,6 +26,7 @@ class TurnHost(Protocol):
     client: ResponsesClient
     tuning: Tuning
     tools: ToolRegistry
+    activity: Activity  # what the turn waits on now (``waiting_on``)
 
     @property
     def config(self) -> ThreadConfig: ...

@@ -15,6 +15,7 @@ from typing import Any
 import trio
 
 from echsd.errors import Unavailable
+from echsd.threads.activity import Activity, waiting_on
 from echsd.threads.core import ThreadCore
 from echsd.threads.eventlog import ThreadLog
 from echsd.threads.mailbox import Request
@@ -41,7 +42,7 @@ class ThreadRecord:
     """Cheap while idle (a start loads one per stored thread): the mailbox, the dearest
     part, is opened on first use."""
 
-    __slots__ = ("core", "log", "actor_started", "failed", "_mailbox", "stop", "node")
+    __slots__ = ("core", "log", "actor_started", "failed", "_mailbox", "stop", "node", "activity")
 
     def __init__(self, core: ThreadCore, log: ThreadLog, node: str = "") -> None:
         self.core = core  # replaced (rebuilt from the store) only when the worker crashed
@@ -51,6 +52,7 @@ class ThreadRecord:
         self._mailbox: tuple[trio.MemorySendChannel[Request], trio.MemoryReceiveChannel[Request]] | None = None
         self.stop = trio.CancelScope()  # cancelled when another node takes the thread over
         self.node = node  # the daemon that runs it (``--node-id``)
+        self.activity = Activity()  # what its running turn waits on (noted by the actor's tasks)
 
     @property
     def mailbox_send(self) -> trio.MemorySendChannel[Request]:
@@ -74,6 +76,11 @@ class ThreadRecord:
         data = self.core.snapshot()
         data["last_seq"] = self.log.last_seq
         data["node"] = self.node
+        data["waiting_on"] = self.waiting_on()
         if self.failed is not None:
             data["failed"] = self.failed.reason
         return data
+
+    def waiting_on(self) -> dict[str, Any] | None:
+        given_up = self.failed.reason if self.failed is not None else None
+        return waiting_on(self.core, self.activity, last_event_at=self.log.last_at, given_up=given_up)

@@ -29,7 +29,7 @@ from echsd.agent_types import SHIPPED, AgentType
 from echsd.blackboard.board import Blackboard
 from echsd.codex import ResponsesClient
 from echsd.errors import EchsError, InvalidState, NotFound, Timeout, Unavailable
-from echsd.events import Event, ThreadCreated, ThreadDeleted
+from echsd.events import Event, ThreadCreated, ThreadDeleted, ThreadGivenUp
 from echsd.ids import is_thread_id, new_thread_id
 from echsd.logs import get_logger
 from echsd.ops.base import Op
@@ -207,9 +207,20 @@ class Supervisor:
                     reason = f"worker crashed {len(crashes)} times in {self.tuning.restart_window_s:g} s: {root!r}"
                     record.failed = given_up = GivenUp(reason, now + self.tuning.restart_cooldown_s)
                     log.error("giving up on thread worker", thread_id=record.thread_id, reason=reason, cooldown_s=self.tuning.restart_cooldown_s)
+                    await self._announce_give_up(record, reason)
                     await self._refuse_while_given_up(record, given_up)
                     crashes.clear()
                 crashed = root
+
+    async def _announce_give_up(self, record: ThreadRecord, reason: str) -> None:
+        """``thread.given_up`` on the thread's log (hooks and watchers learn of it); a store
+        that cannot take it (the reason, maybe) is logged, never raised."""
+        try:
+            with trio.move_on_after(self.tuning.restart_cooldown_s):
+                await record.log.ready()
+                record.log.emit_one(ThreadGivenUp, {"reason": reason, "retry_in_s": self.tuning.restart_cooldown_s})
+        except Exception:
+            log.exception("cannot log a thread's give-up", thread_id=record.thread_id)
 
     async def _refuse_while_given_up(self, record: ThreadRecord, given_up: GivenUp) -> None:
         """Answer what reaches the mailbox until ``ensure_actor`` ends the give-up."""

@@ -73,7 +73,11 @@ async def _run_one(host: TurnHost, call: dict[str, Any], repeated: Mapping[str, 
         prepared = await _prepare(host, call)
     await host.emit(ToolStarted, {"turn_id": turn_id, "call_id": call_id, "name": name, "arguments": prepared.display})
     started = time.monotonic()
-    result = await _invoke(host, prepared, call_id)
+    host.activity.tool_started(name, call_id)
+    try:
+        result = await _invoke(host, prepared, call_id)
+    finally:
+        host.activity.tool_ended(call_id)
     output = result.output
     if isinstance(output, str):
         output = truncate_middle(printable(output), MAX_OUTPUT_TOKENS * CHARS_PER_TOKEN)

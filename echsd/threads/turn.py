@@ -119,6 +119,7 @@ async def _one_response(host: TurnHost) -> Calls:
     budget = host.client.retry_budget()
     while True:
         start = len(host.history)
+        host.activity.model_started(host.config.model)
         try:
             return await _stream(host, budget)
         except OutputInterrupted as exc:
@@ -128,6 +129,8 @@ async def _one_response(host: TurnHost) -> Calls:
                 raise
             log.info("the endpoint lost the chained response; sending the whole history", thread_id=host.thread_id)
             host.drop_chain()
+        finally:
+            host.activity.model_ended()
 
 
 async def _stream(host: TurnHost, budget: RetryBudget) -> Calls:
@@ -183,6 +186,7 @@ def _distinct_call_id(item: dict[str, Any], seen: set[str], repeated: dict[str, 
 
 async def _notice(host: TurnHost, event: Any) -> None:
     if isinstance(event, Retrying):
+        host.activity.retrying(event.delay_s, event.attempt, event.max_retries, event.reason)
         data = {"attempt": event.attempt, "max_retries": event.max_retries, "delay_s": event.delay_s, "reason": event.reason, "code": event.code}
         await host.emit(TurnRetry, {"turn_id": host.turn_id, **data})
     elif isinstance(event, RateLimitsUpdated):

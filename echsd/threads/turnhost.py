@@ -6,6 +6,7 @@ the core and submits its unit with no checkpoint in between (the rule of ``actor
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -18,6 +19,7 @@ from echsd.settings import Tuning
 from echsd.store import Unit
 from echsd.ids import new_approval_id
 from echsd.threads.account import AccountLimits
+from echsd.threads.activity import Activity
 from echsd.threads.approvals import ApprovalBook, PendingApproval
 from echsd.threads.config import ThreadConfig
 from echsd.threads.core import ThreadCore
@@ -44,6 +46,7 @@ class ActorTurnHost:
     caps: ThreadCapabilities
     approvals: ApprovalBook
     limits: AccountLimits
+    activity: Activity = field(default_factory=Activity)
     partial: list[str] = field(default_factory=list)
     streamed_output_bytes: int = 0  # tool output sent as tool.output events this turn (budget + 1: no more)
 
@@ -99,6 +102,7 @@ class ActorTurnHost:
         if planned is None:
             return False
         token, head = planned
+        self.activity.compaction_since = time.time()
         try:
             replacement = await compact_head(self.client, self.core.config, head, self.thread_id)
         except ModelError as exc:
@@ -108,6 +112,8 @@ class ActorTurnHost:
         except BaseException:
             self.core.abort_compaction(token)
             raise
+        finally:
+            self.activity.compaction_since = None
         await self.log.ready()
         effects = self.core.finish_compaction(token, replacement, reason)
         if effects is None:
@@ -140,7 +146,11 @@ class ActorTurnHost:
 
     async def request_approval(self, call_id: str, tool: str, arguments: Any, summary: str) -> str:
         request = PendingApproval(new_approval_id(), self.thread_id, self.turn_id, call_id, tool, arguments, summary)
-        return await self.approvals.ask(request, self.emit, self.tuning.approval_timeout_s)
+        self.activity.approving(call_id, request.request_id)
+        try:
+            return await self.approvals.ask(request, self.emit, self.tuning.approval_timeout_s)
+        finally:
+            self.activity.approving(call_id, None)
 
     def _within_output_budget(self, chunk: str) -> str:
         """What of ``chunk`` may still be streamed this turn (``turn_output_bytes``): past

@@ -254,6 +254,12 @@ class ExecSessionManager:
             await self._tell_end(session, "its process exited", report.exit_status)
         return report
 
+    def busy(self) -> list[tuple[int, str, float]]:
+        """``(pid, command, last used)`` of each session a tool call is attached to now, the
+        longest attached first (what a thread's ``waiting_on`` names)."""
+        attached = sorted((s for s in self.sessions.values() if not s.idle and not s.finished.is_set()), key=lambda s: s.last_used)
+        return [(s.process.pid, s.command, s.last_used) for s in attached]
+
     async def turn_ended(self, turn_id: str, interrupted: bool) -> None:
         """A turn ended: an interrupted turn's sessions are killed, others stay."""
         if interrupted:

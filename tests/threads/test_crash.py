@@ -107,6 +107,12 @@ async def test_worker_that_keeps_crashing_is_given_up_and_can_still_be_killed(
     daemon = await _start(nursery, tmp_path, mock_upstream.base_url, "restart_limit = 2\nrestart_cooldown_s = 3600\n")
     victim, _ = await _give_up_a_thread(daemon, workdir, monkeypatch)
     assert "always crashing" in (await daemon.ops.get_thread(victim))["failed"]
+    async with Watch(daemon, victim) as watch:
+        await watch.wait_type("thread.given_up")
+    why = await daemon.ops.why(victim)  # answered without the worker
+    assert why["waiting_on"]["kind"] == "given_up" and "always crashing" in why["waiting_on"]["reason"]
+    announced = [e for e in why["last_events"] if e["event"] == "thread.given_up"]
+    assert len(announced) == 1 and "always crashing" in announced[0]["data"]["reason"] and announced[0]["data"]["retry_in_s"] == 3600
     with pytest.raises(Unavailable, match="tried again on a request after"):
         await daemon.ops.configure(victim, {"reasoning": "low"})
     other = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
