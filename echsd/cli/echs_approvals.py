@@ -28,12 +28,16 @@ def describe_request(request: dict[str, Any], now: float | None = None) -> str:
 def approvals(ctx: click.Context, thread_id: str | None) -> None:
     """List tool calls waiting for approval.
 
-    Those of THREAD_ID, or of every thread.
+    Those of THREAD_ID, or of every thread. Long arguments are cut short in the list
+    (with --json, "arguments_truncated" says so).
     """
     options = options_of(ctx)
 
     async def action(client: Client) -> None:
-        pending = await client.approvals(thread_id=await resolve_thread(client, thread_id) if thread_id is not None else None)
+        from echsd.cli.echs_pages import read_all
+
+        only = await resolve_thread(client, thread_id) if thread_id is not None else None
+        pending = await read_all(client.approvals, thread_id=only)
         if options.json:
             echo_json(pending)
         elif not pending:

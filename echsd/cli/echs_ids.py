@@ -97,7 +97,9 @@ async def resolve_approval(client: Client, given: str) -> str:
     if APPROVAL.is_full(given):
         return given
     refuse_empty(given, APPROVAL)
-    pending = await client.approvals()
+    from echsd.cli.echs_pages import read_all
+
+    pending = await read_all(client.approvals)
     return choose(given, [str(request["request_id"]) for request in pending], APPROVAL)
 
 

@@ -2,7 +2,7 @@
 
 ``thread.events`` pages are read from the last seq seen until one comes back empty (a page
 may be short of the limit: the daemon keeps each under a byte budget).
-``thread.history`` and ``thread.list`` answer one page ``{items, offset, next_offset,
+``thread.history``, ``thread.list`` and ``approval.list`` answer one page ``{items, offset, next_offset,
 total}`` when asked with ``offset``/``limit``; a page can be shorter than asked (the
 daemon's byte budget), so reading goes on until ``next_offset`` is null. Asking without
 paging would be refused with ``too_large`` once the list outgrows a frame.
@@ -18,12 +18,12 @@ if TYPE_CHECKING:
 PAGE = 1000
 
 
-async def read_all(fetch: Callable[..., Awaitable[dict[str, Any]]], *args: Any, offset: int = 0) -> list[Any]:
-    """Every item of ``fetch(*args, offset=..., limit=...)`` from ``offset``, page after page."""
+async def read_all(fetch: Callable[..., Awaitable[dict[str, Any]]], *args: Any, offset: int = 0, **params: Any) -> list[Any]:
+    """Every item of ``fetch(*args, **params, offset=..., limit=...)`` from ``offset``, page after page."""
     items: list[Any] = []
     position: int | None = offset
     while position is not None:
-        page = await fetch(*args, offset=position, limit=PAGE)
+        page = await fetch(*args, **params, offset=position, limit=PAGE)
         items.extend(page["items"])
         position = page.get("next_offset")
     return items

@@ -158,10 +158,10 @@ class Op:
             return ANYWHERE
         return HERE
 
-    @classmethod
-    def merge(cls, parts: list[Any]) -> Any:
-        """``EVERY`` ops: one answer from every node's (this node's first)."""
-        raise NotImplementedError(f"{cls.op_name} runs on one node")
+    def merge(self, parts: list[Any], page_bytes: int) -> Any:
+        """``EVERY`` ops: one answer from every node's (this node's first); ``page_bytes``:
+        what one page of a list may hold."""
+        raise NotImplementedError(f"{self.op_name} runs on one node")
 
     # ---- from the wire ------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from typing import Any
 from echsd.errors import BadRequest
 import echsd.ops.examples as ex
 from echsd.ops.base import EVERYWHERE, Op, OwnerOf, Route, Where, local, op, param
+from echsd.paging import page_of
 from echsd.wire.codec import PROTOCOL_VERSION
 from echsd.wire.params import (
     BB_KEY,
@@ -247,23 +248,52 @@ class ToolResult(Op):
 @op(
     "approval.list",
     Where.EVERY,
-    result="list of `{request_id, thread_id, turn_id, call_id, tool, arguments, summary, requested_at}`",
+    result=ex.PAGED.format(
+        whole="list of `{request_id, thread_id, turn_id, call_id, tool, arguments, summary, requested_at, arguments_truncated}`"
+    ),
     method="approvals",
     example={"thread_id": ex.TID},
-    example_result=[ex.APPROVAL],
-    notes="Each node holds its own threads' requests: with `thread_id`, the node that runs it answers.",
+    example_result=[ex.LISTED_APPROVAL],
+    notes="Each node holds its own threads' requests: with `thread_id`, the node that runs it answers. "
+    "A list shows each request's `arguments` and `summary` cut short (a string past 2,000 characters, "
+    "a map or array past 64 entries, about 16 KiB in all; `arguments_truncated` says whether anything "
+    "was cut): `approval.get` gives a request whole. " + ex.PAGE_NOTES,
 )
 class ListApprovals(Op):
     """Tool calls waiting for approval (of one thread, or of all), oldest first."""
 
     thread_id: str | None = param(THREAD_ID, "only this thread's requests")
+    offset: int | None = param(OFFSET, PAGE_OFFSET)
+    limit: int | None = param(PAGE_SIZE, PAGE_LIMIT)
 
     def route(self) -> Route:
         return OwnerOf(self.thread_id) if self.thread_id is not None else EVERYWHERE
 
-    @classmethod
-    def merge(cls, parts: list[Any]) -> Any:
-        return sorted((approval for part in parts for approval in part), key=lambda approval: approval.get("requested_at", 0))
+    def merge(self, parts: list[Any], page_bytes: int) -> Any:
+        """Every node's requests (each node answers all of its own), oldest first, paged."""
+        return self.page(sorted((approval for part in parts for approval in part), key=lambda approval: approval.get("requested_at", 0)), page_bytes)
+
+    def page(self, listed: list[dict[str, Any]], page_bytes: int) -> Any:
+        """The whole list, or the page asked for (``offset``/``limit``)."""
+        if self.offset is None and self.limit is None:
+            return listed
+        return page_of(listed, self.offset, self.limit, page_bytes, lambda approval: approval)
+
+
+@op(
+    "approval.get",
+    Where.ANY,
+    result="`{request_id, thread_id, turn_id, call_id, tool, arguments, summary, requested_at}`, arguments and summary whole",
+    method="approval",
+    positional=("request_id",),
+    example={"request_id": ex.APPROVAL["request_id"]},
+    example_result=ex.APPROVAL,
+    notes="A request answered, timed out or cancelled already is `not_found`.",
+)
+class GetApproval(Op):
+    """One pending approval, its arguments whole (a list cuts them short)."""
+
+    request_id: str = param(NAME, "from `approval.requested` or `approval.list`", required=True)
 
 
 @op(

@@ -46,6 +46,7 @@ APPROVAL = {
     "summary": "rm -rf build",
     "requested_at": 1767225601.5,
 }
+LISTED_APPROVAL = {**APPROVAL, "arguments_truncated": False}
 EVENT = {
     "event": "turn.delta",
     "thread_id": TID,

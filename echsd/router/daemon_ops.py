@@ -4,17 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from echsd.ops.daemon import BoardDelete, BoardGet, BoardList, BoardSet, ListApprovals, RespondApproval, ToolResult
+from echsd.ops.daemon import BoardDelete, BoardGet, BoardList, BoardSet, GetApproval, ListApprovals, RespondApproval, ToolResult
 from echsd.router.handlers import answers
 from echsd.router.node import LocalNode
 
 
 @answers(ListApprovals)
-async def approvals(node: LocalNode, op: ListApprovals) -> list[dict[str, Any]]:
-    """This node's pending approvals (each node holds its own threads')."""
-    if op.thread_id is not None:
-        node.supervisor.record(op.thread_id)  # routed here: this node runs it (not_found otherwise)
-    return node.supervisor.approvals.pending(op.thread_id)
+async def approvals(node: LocalNode, op: ListApprovals) -> list[dict[str, Any]] | dict[str, Any]:
+    """This node's pending approvals (each node holds its own threads'): all of them for the
+    whole list (``ListApprovals.merge`` pages every node's), one thread's paged here."""
+    if op.thread_id is None:
+        return node.supervisor.approvals.pending()
+    node.supervisor.record(op.thread_id)  # routed here: this node runs it (not_found otherwise)
+    return op.page(node.supervisor.approvals.pending(op.thread_id), node.page_bytes)
+
+
+@answers(GetApproval)
+async def approval(node: LocalNode, op: GetApproval) -> dict[str, Any]:
+    """``not_found`` unless the request waits here: the router then asks the other nodes."""
+    return node.supervisor.approvals.get(op.request_id)
 
 
 @answers(RespondApproval)

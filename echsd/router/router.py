@@ -61,7 +61,7 @@ class ThreadRouter:
             parts = [await self.run_here(op)]
             if self.remote is not None:
                 parts += await self.remote.ask_others(op.for_forwarding())
-            return op.merge(parts)
+            return op.merge(parts, self.local.page_bytes)
         if route is ANYWHERE:
             try:
                 return await self.run_here(op)

@@ -6,6 +6,10 @@ sees it) and waits here until a client answers with ``approval.respond``, the wa
 out (denied), or the turn is interrupted (cancelled). The outcome is logged as
 ``approval.resolved``. Pending requests live in memory only: a daemon restart closes their
 turn as interrupted, which ends them too.
+
+A list of pending requests shows each one's arguments and summary cut short (``listed``,
+``echsd.threads.approval_view``), so that any number of requests with megabytes of arguments
+still list in pages of bounded size; ``approval.get`` gives one request whole.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import trio
 
 from echsd.events import ApprovalRequested, ApprovalResolved, EventData
 from echsd.errors import InvalidState, NotFound
+from echsd.threads.approval_view import listed_form
 
 DECISIONS = ("approve", "deny")
 
@@ -41,8 +46,10 @@ class PendingApproval:
     requested_at: float = field(default_factory=time.time)
     decision: str | None = None
     answered: trio.Event = field(default_factory=trio.Event)
+    _listed: dict[str, Any] | None = field(default=None, repr=False)
 
     def to_object(self) -> dict[str, Any]:
+        """The request whole (its event, ``approval.get``)."""
         return {
             "request_id": self.request_id,
             "thread_id": self.thread_id,
@@ -53,6 +60,13 @@ class PendingApproval:
             "summary": self.summary,
             "requested_at": self.requested_at,
         }
+
+    def listed(self) -> dict[str, Any]:
+        """The request as a list shows it: arguments and summary cut to a bounded size
+        (``arguments_truncated`` says so), worked out once."""
+        if self._listed is None:
+            self._listed = {**self.to_object(), **listed_form(self.arguments, self.summary)}
+        return self._listed
 
 
 class ApprovalBook:
@@ -91,5 +105,13 @@ class ApprovalBook:
         return request_id in self._pending
 
     def pending(self, thread_id: str | None = None) -> list[dict[str, Any]]:
+        """The requests waiting (of one thread, or all), oldest first, as lists show them."""
         requests = sorted(self._pending.values(), key=lambda r: r.requested_at)
-        return [r.to_object() for r in requests if thread_id is None or r.thread_id == thread_id]
+        return [r.listed() for r in requests if thread_id is None or r.thread_id == thread_id]
+
+    def get(self, request_id: str) -> dict[str, Any]:
+        """One waiting request, whole."""
+        request = self._pending.get(request_id)
+        if request is None:
+            raise NotFound(f"no pending approval {request_id!r} (answered, timed out or cancelled already?)")
+        return request.to_object()
