@@ -2,10 +2,11 @@
 
 Four tasks: the reader decodes frames and starts one task per request (the TUI sends
 many at once and waits on each, so a slow ``turn/start`` must not hold up ``model/list``);
-the writer drains the ``Outbox`` (all that is pending in few socket writes, ``sending``); the heartbeat pings every ``[tuning] heartbeat_s`` and
-closes a connection whose pong does not come back within ``MISSED_PINGS`` heartbeats (as
-the native wire does: a half-open peer must not keep its feeds forever); the requests'
-own tasks answer when done. Notifications
+the writer drains the ``Outbox`` (all that is pending in few socket writes, ``sending``),
+which holds at most ``[tuning] client_queue_bytes`` unsent, like the native wire's; the
+heartbeat (``echsd.wire.shell``, the native wire's) closes a connection whose pong does not
+come back (a half-open peer must not keep its feeds forever); the requests' own tasks
+answer when done. Notifications
 come from the connection's ``ThreadFeed``s (hub callbacks, synchronous) straight into the
 outbox, in event order.
 
@@ -47,7 +48,7 @@ from echsd.logs import get_logger
 from echsd.ops.base import Op
 from echsd.ops.daemon import RespondApproval
 from echsd.ops.threads import Delete, Events, Interrupt
-from echsd.wire.session import MISSED_PINGS
+from echsd.wire.shell import heartbeat, outbound_bytes
 
 log = get_logger(__name__)
 
@@ -97,7 +98,8 @@ class Connection:
         self.feeds: dict[str, ThreadFeed] = {}
         self.started: list[str] = []  # threads this connection created (thread/start)
         self.client_ids: dict[str, str] = {}  # input id -> the client's message id
-        self.outbox = Outbox()
+        soft, hard = outbound_bytes(context.settings.tuning)
+        self.outbox = Outbox(soft_bytes=soft, hard_bytes=hard)  # the native wire's budget
         self._attaching: dict[str, trio.Event] = {}
         self._asked: dict[int, _Asked] = {}
         self._asked_ids = itertools.count()
@@ -117,7 +119,7 @@ class Connection:
                     self._nursery = nursery
                     nursery.start_soon(self._write_frames, nursery.cancel_scope)
                     if self.settings.tuning.heartbeat_s > 0:
-                        nursery.start_soon(self._heartbeat, nursery.cancel_scope)
+                        nursery.start_soon(heartbeat, self.ws, self.settings.tuning.heartbeat_s, nursery.cancel_scope, self._silent)
                     await self._read_frames(nursery)
                     nursery.cancel_scope.cancel()
             finally:
@@ -173,19 +175,8 @@ class Connection:
         except ConnectionClosed:
             scope.cancel()
 
-    async def _heartbeat(self, scope: trio.CancelScope) -> None:
-        interval = self.settings.tuning.heartbeat_s
-        try:
-            while True:
-                await trio.sleep(interval)
-                with trio.move_on_after(interval * MISSED_PINGS) as waiting:
-                    await self.ws.ping()
-                if waiting.cancelled_caught:
-                    self._log.info("no pong from the app-server client; closing the connection")
-                    scope.cancel()
-                    return
-        except ConnectionClosed:
-            scope.cancel()
+    def _silent(self) -> None:
+        self._log.info("no pong from the app-server client; closing the connection")
 
     async def run_op(self, op: Op) -> Any:
         """An echsd op, wherever it runs (the native wire's definitions, limits included)."""

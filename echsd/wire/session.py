@@ -9,7 +9,8 @@
   A big frame is decoded a slice at a time, so it never holds up other connections;
   the next request waits while a budget of answers is still unsent;
 - writer: drains the ``Outbox`` (responses and batched events) into frames;
-- heartbeat: pings every ``heartbeat_s``; no pong within ``MISSED_PINGS`` heartbeats
+- heartbeat (``shell.heartbeat``, shared with the app-server listener): pings every
+  ``heartbeat_s``; no pong within ``shell.MISSED_PINGS`` heartbeats
   closes the connection.
 
 Nothing a client sends can end the daemon or affect another connection: every failure
@@ -43,6 +44,7 @@ from echsd.wire.outbox import Outbox
 from echsd.wire.peers import Peers
 from echsd.wire.params import ParamsError
 from echsd.wire.schema import OPS_BY_NAME, OpSpec
+from echsd.wire.shell import heartbeat
 from echsd.wire.subscriptions import Subscriptions
 from echsd.wire.token import TokenError, read_token, token_matches
 
@@ -54,7 +56,6 @@ INCOMING_BYTES = 1024 * 1024  # ... and no more once this much waits (plus the f
 INLINE_DECODE_BYTES = 256 * 1024  # bigger frames are decoded in slices (codec.RequestDecoder)
 MAX_PENDING_RESPONSES = 256  # the request loop waits while this many are unsent
 MAX_BACKGROUND = 8  # background ops in flight per connection
-MISSED_PINGS = 3
 FLUSH_TIMEOUT_S = 5.0
 _ids = itertools.count(1)
 
@@ -118,7 +119,7 @@ class Session:
                 nursery.start_soon(self._read_frames, incoming_send)
                 nursery.start_soon(self._write_frames, nursery.cancel_scope)
                 if self.context.settings.tuning.heartbeat_s > 0:
-                    nursery.start_soon(self._heartbeat, nursery.cancel_scope)
+                    nursery.start_soon(heartbeat, self.ws, self.context.settings.tuning.heartbeat_s, nursery.cancel_scope, self._silent)
                 code = await self._serve_requests(incoming_receive, nursery)
                 nursery.cancel_scope.cancel()
             return code
@@ -196,20 +197,9 @@ class Session:
         except ConnectionClosed:
             scope.cancel()
 
-    async def _heartbeat(self, scope: trio.CancelScope) -> None:
-        interval = self.context.settings.tuning.heartbeat_s
-        try:
-            while True:
-                await trio.sleep(interval)
-                with trio.move_on_after(interval * MISSED_PINGS) as waiting:
-                    await self.ws.ping()
-                if waiting.cancelled_caught:
-                    self._log.info("no pong from the client; closing the connection")
-                    self.dead = True
-                    scope.cancel()
-                    return
-        except ConnectionClosed:
-            scope.cancel()
+    def _silent(self) -> None:
+        self._log.info("no pong from the client; closing the connection")
+        self.dead = True  # unresponsive: no closing handshake
 
     # -- writer coordination ------------------------------------------------------------------
 

@@ -3,12 +3,14 @@ leaves (unless someone else has them open); a peer that stops answering pings is
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import trio
+from wsproto.events import TextMessage
 
 from tests.appserver.helpers import app_client, eventually, half_open_client, start_daemon
-from tests.helpers import Watch
+from tests.helpers import Watch, mock_directive
 
 
 def presence(appd: Any) -> Any:
@@ -78,3 +80,21 @@ async def test_a_peer_that_answers_no_ping_is_dropped(tmp_path: Any, mock_upstre
         daemon.request_stop()  # before the client closes: trio-websocket cannot pong while closing
         with trio.fail_after(15):
             await daemon.wait_stopped()
+
+
+async def test_a_client_that_stops_reading_is_bounded_by_client_queue_bytes(tmp_path: Any, mock_upstream: Any, nursery: Any) -> None:
+    """The app-server's unsent output is bounded like the native wire's ([tuning]
+    client_queue_bytes): past it the connection is closed, the daemon's memory stays bounded."""
+    daemon = await start_daemon(nursery, tmp_path / "state", mock_upstream.base_url, tuning={"client_queue_bytes": 1024 * 1024})
+    big = mock_directive({"repeat": {"chunk": "x" * 1024, "count": 3072}})  # a 3 MiB reply: its item/completed is 3 MiB
+    async with half_open_client(daemon) as reader, app_client(daemon) as other:
+        await reader.call(1, "initialize", {"clientInfo": {"name": "codex-tui", "version": "0.169.0"}})
+        thread = (await reader.call(2, "thread/start", {}))["result"]["thread"]
+        message = {"id": 3, "method": "turn/start", "params": {"threadId": thread["id"], "input": [{"type": "text", "text": big, "text_elements": []}]}}
+        await reader.stream.send_all(reader.ws.send(TextMessage(data=json.dumps(message))))  # and read no more
+        watch_id = thread["name"]
+        async with Watch(daemon, watch_id) as watch:
+            await watch.wait_type("turn.completed", timeout=30)
+        await other.initialize()
+        with trio.fail_after(15):
+            await reader.closed_by_server()  # what it had not read was dropped with it
