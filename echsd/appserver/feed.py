@@ -1,8 +1,8 @@
 """One connection's view of one thread: its running turn replayed from the log, then live.
 
-The rule that loses nothing at the seam (as ``echsd.wire.subscriptions`` follows it):
-listen to the hub *first*, then read the stored events, and let the translator drop
-whatever it has seen by ``seq``. The replayed part only brings the translator up to date
+The seam is ``echsd.seam.Seam``'s (the wire's subscriptions follow it too): listen to the
+hub *first*, hold its events while the stored ones are read (bounded: past ``MAX_EARLY`` the
+log is read again instead), then let the held ones go on above what was read. The replayed part only brings the translator up to date
 (the client reads the past with ``thread/read`` and friends), so it is no more than the
 turn that runs now (its calls, approvals and inputs): the rest of the translator's state
 comes from the thread object (state, config, usage so far). Exec sessions an earlier turn
@@ -24,6 +24,7 @@ from echsd.appserver.stored import Envelope, is_turn_start, scan_back, stored_pa
 from echsd.appserver.translate import Out, ThreadTranslator
 from echsd.events import Event
 from echsd.logs import get_logger
+from echsd.seam import Seam
 from echsd.ops.daemon import ListApprovals
 from echsd.ops.threads import Get
 from echsd.threads.hub import Listening
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 REMEMBERED_INPUTS = 1024
+MAX_EARLY = 10_000  # live events held while a feed catches up from the log
 InputOutcome = Callable[[str | None, str | None], None]  # (turn id, or the reason it was dropped)
 
 
@@ -56,7 +58,7 @@ class ThreadFeed:
         )
         self._sink = sink
         self._listening: Listening | None = None
-        self._early: list[Event] | None = None  # live events that arrived during the replay
+        self._seam: Seam[str, Event] = Seam(MAX_EARLY)  # live events held while the log is read
         self._held: list[dict[str, Any]] | None = None  # events that arrived while held
         self._holds = 0
         self._turn_of: OrderedDict[str, str] = OrderedDict()  # input id -> the turn that took it
@@ -65,7 +67,8 @@ class ThreadFeed:
     async def start(self) -> None:
         """Listen, catch up from the thread object and its running turn, then go live
         (pending approvals are asked)."""
-        self._early = []
+        seam = self._seam
+        seam.begin(lambda thread_id: True)
         self._listening = self.hub.listen(self.thread_id, self._on_live)
         try:
             thread = await self.ops.run(Get(thread_id=self.thread_id))
@@ -76,15 +79,21 @@ class ThreadFeed:
             found = await scan_back(self.ops, self.thread_id, self.translator.last_seq + 1, _start_of(running), 1) if running else []
             if found:
                 self.translator.last_seq = found[0]["seq"] - 1
-            async for page in stored_pages(self.ops, self.thread_id, after=self.translator.last_seq):
-                for envelope in page:
-                    self._track(envelope)
-                    self.translator.feed(envelope)
-            waiting = await self._waiting_approvals()
+            seam.cursor[self.thread_id] = self.translator.last_seq
+            while True:
+                async for page in stored_pages(self.ops, self.thread_id, after=seam.position(self.thread_id)):
+                    for envelope in page:
+                        if seam.replayed(self.thread_id, int(envelope["seq"])):
+                            self._track(envelope)
+                            self.translator.feed(envelope)
+                waiting = await self._waiting_approvals()
+                early, reread = seam.finish()  # no checkpoint from here: the held events go first
+                if not reread:
+                    break
         except BaseException:
+            seam.abort()
             self.close()
             raise
-        early, self._early = self._early, None  # no checkpoint from here: the held events go first
         self._sink(self.translator.pending_asks(waiting))
         for event in early:
             self._process(event.envelope())
@@ -130,8 +139,7 @@ class ThreadFeed:
 
     def _on_live(self, event: Event) -> None:
         """The hub callback: never raises (the hub would drop us) and never blocks."""
-        if self._early is not None:
-            self._early.append(event)
+        if self._seam.replaying and self._seam.holds(self.thread_id, event.seq, event):
             return
         try:
             self._process(event.envelope())

@@ -22,6 +22,7 @@ import trio
 from echsd.cluster.channels import parse_event_notice
 from echsd.events import Event
 from echsd.logs import get_logger
+from echsd.seam import Seam
 from echsd.store import Gap, Store, queries
 from echsd.threads.hub import EventHub
 
@@ -36,7 +37,7 @@ class EventRelay:
         self._store = store
         self._hub = hub
         self._is_local = is_local
-        self._cursor: dict[str, int] = {}
+        self._seam: Seam[str, Event] = Seam()  # per thread: the last seq published here
         self._wanted: dict[str, tuple[int, int]] = {}  # thread -> (first, last) to read
         self._wake = trio.Event()
         self.relayed = 0  # events published here (for status and tests)
@@ -49,14 +50,14 @@ class EventRelay:
 
     def on_reconnect(self) -> None:
         """Notifications may have been lost: read on from every cursor."""
-        for thread_id, cursor in list(self._cursor.items()):
+        for thread_id, cursor in list(self._seam.cursor.items()):
             self._want(thread_id, cursor + 1, TO_THE_END)
 
     def _want(self, thread_id: str, first: int, last: int) -> None:
         if self._is_local(thread_id) or not self._hub.wants(thread_id):
-            self._cursor.pop(thread_id, None)
+            self._seam.cursor.pop(thread_id, None)
             return
-        start = self._cursor.get(thread_id, first - 1) + 1
+        start = self._seam.cursor.get(thread_id, first - 1) + 1
         if last < start:
             return
         pending = self._wanted.get(thread_id)
@@ -82,10 +83,8 @@ class EventRelay:
             for thread_id, events in found.items():
                 if self._is_local(thread_id):
                     continue
-                cursor = self._cursor.get(thread_id, 0)
-                fresh = [event for event in events if event.seq > cursor]
+                fresh = [event for event in events if self._seam.passes(thread_id, event.seq)]
                 if fresh:
-                    self._cursor[thread_id] = fresh[-1].seq
                     self.relayed += len(fresh)
                     self._hub.publish(fresh)
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol, Self
 import trio
 
 from echsd.events import gap_envelope
+from echsd.seam import Seam
 from echsd.wire.errors import ConnectionLost, WireError
 
 
@@ -114,7 +115,7 @@ class EventStream(Subscribed):
         self.key = key
         self._reconnect = reconnect
         self.since = since
-        self.cursor: dict[str, int] = {}  # per thread: the last seq yielded
+        self._seam: Seam[str, Any] = Seam(default=since)  # per thread: the last seq yielded
         self._client = client
         self._max_queued = max_queued
         self._queue: deque[dict[str, Any]] = deque()
@@ -146,8 +147,13 @@ class EventStream(Subscribed):
 
     # -- consumed -------------------------------------------------------------------------
 
+    @property
+    def cursor(self) -> dict[str, int]:
+        """Per thread: the last seq yielded."""
+        return self._seam.cursor
+
     def position(self, thread_id: str) -> int:
-        return self.cursor.get(thread_id, self.since)
+        return self._seam.position(thread_id)
 
     async def __anext__(self) -> dict[str, Any]:
         while True:
@@ -182,7 +188,7 @@ class EventStream(Subscribed):
         if event.get("event") == "events.gap" and (event.get("data") or {}).get("reason") == "backpressure":
             self._refill.append((thread_id, last))
             return None
-        self.cursor[thread_id] = last
+        self._seam.passes(thread_id, first, last)
         if event.get("event") == "thread.deleted" and thread_id == self.key:
             self.deleted = True  # nothing follows it (the daemon ended the subscription)
         return event
