@@ -139,7 +139,7 @@ class ThreadFeed:
 
     def _on_live(self, event: Event) -> None:
         """The hub callback: never raises (the hub would drop us) and never blocks."""
-        if self._seam.replaying and self._seam.holds(self.thread_id, event.seq, event):
+        if self._seam.holding is not None and self._seam.holds(self.thread_id, event.seq, event):
             return
         try:
             self._process(event.envelope())
