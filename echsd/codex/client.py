@@ -47,7 +47,7 @@ from echsd.codex.reducer import ResponseReducer
 from echsd.codex.request import ResponsesRequest
 from echsd.codex.retry import Backoff, RetryBudget
 from echsd.codex.shape import FALLBACK_INSTRUCTIONS, Fallbacks, request_body, strip_reasoning_items
-from echsd.codex.sse import SseDecoder, SseTooLarge
+from echsd.codex.sse import SseDecoder, SseEvent, SseTooLarge
 
 DRAIN_S = 1.0  # after response.completed, read the rest for this long so the connection is reused
 
@@ -75,31 +75,30 @@ class ResponsesClient:
         """A fresh budget for one logical model request (keep it across re-requests)."""
         return RetryBudget(self.max_retries, self._backoff, self.endpoint.responses_url)
 
-    def stream(
-        self, request: ResponsesRequest, *, budget: RetryBudget | None = None
-    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+    def stream(self, request: ResponsesRequest, *, budget: RetryBudget | None = None) -> AbstractAsyncContextManager[EventStream]:
         """``async with client.stream(req) as events: async for ev in events: ...``
 
         Leaving the block (normally, by ``break``, an exception or cancellation) closes
         the HTTP stream. Pass the same ``budget`` again to re-request after
-        ``OutputInterrupted``.
+        ``OutputInterrupted``. ``events.batches()`` gives the same events in lists, one per
+        receive: what arrived together, for a caller that handles it together.
         """
         return self._stream(request, budget or self.retry_budget())
 
     @asynccontextmanager
-    async def _stream(self, request: ResponsesRequest, budget: RetryBudget) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-        events = self._events(request, budget)
+    async def _stream(self, request: ResponsesRequest, budget: RetryBudget) -> AsyncIterator[EventStream]:
+        batches = self._batches(request, budget)
         try:
-            yield events
+            yield EventStream(batches)
         finally:
-            await events.aclose()
+            await batches.aclose()
 
-    async def _events(self, request: ResponsesRequest, budget: RetryBudget) -> AsyncGenerator[StreamEvent, None]:
+    async def _batches(self, request: ResponsesRequest, budget: RetryBudget) -> AsyncGenerator[list[StreamEvent], None]:
         url = self.endpoint.responses_url
         info = self.catalog.get(request.model)
         if budget.pending is not None:
             retry, budget.pending = budget.pending, None
-            yield retry
+            yield [retry]
             await budget.wait(retry)
         fallbacks = Fallbacks()
         reauthorized = False
@@ -115,21 +114,21 @@ class ResponsesClient:
                 async with self._http.stream_post(url, body, sent) as response:
                     limits = ratelimits.from_headers(response.headers)
                     if limits:
-                        yield RateLimitsUpdated(tuple(limits))
+                        yield [RateLimitsUpdated(tuple(limits))]
                     if response.status != 200:
                         raise error_from_http(response.status, response.headers, await response.read(), url=url)
                     decoder, reducer = SseDecoder(), ResponseReducer()
                     while True:
                         chunk = await response.next_chunk()
-                        for sse in decoder.feed(chunk) if chunk else decoder.close():
-                            event = reducer.feed(sse)
-                            if event is None:
-                                continue
-                            delivered = delivered or isinstance(event, OUTPUT_EVENTS)
-                            yield event
-                            if reducer.completed is not None:
-                                await _drain(response)
-                                return
+                        batch, failure = _reduce(reducer, decoder.feed(chunk) if chunk else decoder.close())
+                        if batch:
+                            delivered = delivered or any(isinstance(event, OUTPUT_EVENTS) for event in batch)
+                            yield batch  # the events before a failure in the same chunk go out first
+                        if failure is not None:
+                            raise failure
+                        if reducer.completed is not None:
+                            await _drain(response)
+                            return
                         if not chunk:
                             reducer.finish()  # raises StreamBroken: no response.completed
                             return
@@ -144,7 +143,7 @@ class ResponsesClient:
                 fallbacks, notice = corrected
                 if isinstance(notice, SummaryUnavailable):
                     await self.memory.refuse_summaries(notice.message)
-                yield notice
+                yield [notice]
                 continue
             if not delivered and not reauthorized and await self._reauthorize(error, sent):
                 reauthorized = True
@@ -159,7 +158,7 @@ class ResponsesClient:
                     delay_s=retry.delay_s,
                     cause=error,
                 ) from error
-            yield retry
+            yield [retry]
             await budget.wait(retry)
 
     async def compact(self, *, model: str, instructions: str, input: list[dict], session_id: str | None = None) -> list[dict]:
@@ -223,6 +222,49 @@ class ResponsesClient:
         if not (isinstance(error, AuthFailed) and error.status == 401):
             return False
         return await self.endpoint.auth.recover_unauthorized(self._http, sent)
+
+
+class EventStream:
+    """The events of one streamed response: one by one (``async for``), or in lists, one
+    per receive (``batches()``); not both."""
+
+    __slots__ = ("_batches", "_buffer", "_index")
+
+    def __init__(self, batches: AsyncGenerator[list[StreamEvent], None]) -> None:
+        self._batches = batches
+        self._buffer: list[StreamEvent] = []
+        self._index = 0
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        while self._index >= len(self._buffer):
+            self._buffer = await self._batches.__anext__()
+            self._index = 0
+        event = self._buffer[self._index]
+        self._index += 1
+        return event
+
+    def batches(self) -> AsyncGenerator[list[StreamEvent], None]:
+        return self._batches
+
+
+def _reduce(reducer: ResponseReducer, events: list[SseEvent]) -> tuple[list[StreamEvent], ModelError | None]:
+    """The typed events of one chunk's SSE events, up to ``response.completed``, and the
+    failure that stopped them, if one did."""
+    batch: list[StreamEvent] = []
+    feed = reducer.feed
+    for sse in events:
+        try:
+            event = feed(sse)
+        except ModelError as exc:
+            return batch, exc
+        if event is not None:
+            batch.append(event)
+            if reducer.completed is not None:
+                break
+    return batch, None
 
 
 def _corrected(
