@@ -40,7 +40,7 @@ from echsd.codex.classify import error_from_http, is_summary_refusal, refused_re
 from echsd.codex.endpoint import Endpoint
 from echsd.codex.endpoint_memory import EndpointMemory
 from echsd.codex.errors import AuthFailed, ModelError, OutputInterrupted, StreamBroken, UpstreamUnavailable
-from echsd.codex.events import OUTPUT_EVENTS, RateLimitsUpdated, ReasoningDropped, StreamEvent, SummaryUnavailable
+from echsd.codex.events import OUTPUT_EVENTS, RateLimitsUpdated, ReasoningDelta, ReasoningDropped, StreamEvent, SummaryUnavailable, TextDelta
 from echsd.codex.http import HttpClient, StreamingResponse, TransportFailure
 from echsd.codex.model_list import ListingError, ModelListing, parse_listing
 from echsd.codex.reducer import ResponseReducer
@@ -226,7 +226,8 @@ class ResponsesClient:
 
 class EventStream:
     """The events of one streamed response: one by one (``async for``), or in lists, one
-    per receive (``batches()``); not both."""
+    per receive (``batches()``), with the text deltas of one item that came together joined
+    into one; not both."""
 
     __slots__ = ("_batches", "_buffer", "_index")
 
@@ -246,8 +247,32 @@ class EventStream:
         self._index += 1
         return event
 
-    def batches(self) -> AsyncGenerator[list[StreamEvent], None]:
-        return self._batches
+    async def batches(self) -> AsyncGenerator[list[StreamEvent], None]:
+        async for batch in self._batches:
+            yield coalesced(batch) if len(batch) > 1 else batch
+
+
+_JOINABLE = (TextDelta, ReasoningDelta)
+
+
+def coalesced(batch: list[StreamEvent]) -> list[StreamEvent]:
+    """``batch`` with each run of text (or reasoning) deltas of one item joined into one
+    delta: what arrived in one receive is one piece of text for whoever shows it."""
+    out: list[StreamEvent] = []
+    run: list[str] = []  # the texts of the run being joined (its first delta is out[-1])
+    for event in batch:
+        if type(event) in _JOINABLE and out and type(out[-1]) is type(event) and out[-1].item_id == event.item_id:  # type: ignore[union-attr]
+            if not run:
+                run.append(out[-1].delta)  # type: ignore[union-attr]
+            run.append(event.delta)  # type: ignore[union-attr]
+            continue
+        if run:
+            out[-1] = out[-1]._replace(delta="".join(run))  # type: ignore[union-attr]
+            run = []
+        out.append(event)
+    if run:
+        out[-1] = out[-1]._replace(delta="".join(run))  # type: ignore[union-attr]
+    return out
 
 
 def _reduce(reducer: ResponseReducer, events: list[SseEvent]) -> tuple[list[StreamEvent], ModelError | None]:
