@@ -19,6 +19,14 @@ TEST_STORE_ENV = "ECHS_TEST_STORE"  # "sqlite" (default) or "postgresql": the st
 PG_SOCKET_ENV = "ECHS_TEST_PG_HOST"  # the session cluster's socket dir (set by the pg_cluster fixture)
 
 
+def one_event_per_delta(state_dir: Path) -> Path:
+    """``state_dir``, made, for a daemon that sends one event per model delta
+    (``[tuning] join_deltas = false``): for tests that count or flood delta events."""
+    state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (state_dir / "config.toml").write_text("[tuning]\njoin_deltas = false\n")
+    return state_dir
+
+
 def mock_directive(step_or_steps: Any) -> str:
     """A mock upstream script line (see docs/mock-upstream.md)."""
     if isinstance(step_or_steps, list):

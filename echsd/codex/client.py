@@ -226,8 +226,8 @@ class ResponsesClient:
 
 class EventStream:
     """The events of one streamed response: one by one (``async for``), or in lists, one
-    per receive (``batches()``), with the text deltas of one item that came together joined
-    into one; not both."""
+    per receive (``batches()``), by default with the text deltas of one item that came
+    together joined into one; not both."""
 
     __slots__ = ("_batches", "_buffer", "_index")
 
@@ -247,9 +247,10 @@ class EventStream:
         self._index += 1
         return event
 
-    async def batches(self) -> AsyncGenerator[list[StreamEvent], None]:
+    async def batches(self, *, join: bool = True) -> AsyncGenerator[list[StreamEvent], None]:
+        """``join``: each run of one item's deltas in a batch as one delta."""
         async for batch in self._batches:
-            yield coalesced(batch) if len(batch) > 1 else batch
+            yield coalesced(batch) if join and len(batch) > 1 else batch
 
 
 _JOINABLE = (TextDelta, ReasoningDelta)

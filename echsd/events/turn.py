@@ -17,7 +17,8 @@ class TurnStarted(EventData):
 
 @event("turn.delta", streamed=True)
 class TurnDelta(EventData):
-    """Assistant text streamed from the model."""
+    """Assistant text streamed from the model. One event may carry several of the model's
+    deltas joined (those that arrived together); never text of two items."""
 
     turn_id: str = doc("str")
     item_id: str = doc("str")
@@ -26,7 +27,8 @@ class TurnDelta(EventData):
 
 @event("turn.reasoning_delta", streamed=True)
 class TurnReasoningDelta(EventData):
-    """Reasoning summary text streamed from the model."""
+    """Reasoning summary text streamed from the model; like ``turn.delta``, one event may
+    carry several of the model's deltas joined."""
 
     turn_id: str = doc("str")
     item_id: str = doc("str")

@@ -30,6 +30,7 @@ class Tuning:
     max_children: int = _knob(16, 0, 1000)  # live children per thread
     max_depth: int = _knob(4, 0, 100)  # sub-agent nesting
     max_running_subagents: int = _knob(50, 1, 10_000)  # sub-agent turns running at once, daemon-wide (more wait their turn)
+    join_deltas: bool = True  # a model's deltas of one item that arrive together are one event (false: one event each)
     retained_deltas: int = _knob(20_000, 10, 10**9)  # stored delta events per thread before folding
     retained_delta_bytes: int = _knob(64 * MIB, 1 * MIB, 1024**4)  # ... and their size
     turn_output_bytes: int = _knob(8 * MIB, 64 * 1024, 1024**3)  # tool output streamed as events per turn

@@ -147,24 +147,25 @@ async def _stream(host: TurnHost, budget: RetryBudget) -> Calls:
     partial.clear()
     await host.tools.prepare(host.config.mcp)  # MCP servers up (bounded) and their tool lists current
     async with host.client.stream(build_request(host), budget=budget) as events:
-        async for event in events:
-            if isinstance(event, TextDelta):
-                partial.append(event.delta)
-                await emit(TurnDelta, {"turn_id": turn_id, "item_id": event.item_id, "delta": event.delta})
-            elif isinstance(event, ReasoningDelta):
-                await emit(TurnReasoningDelta, {"turn_id": turn_id, "item_id": event.item_id, "delta": event.delta})
-            elif isinstance(event, ItemDone):
-                partial.clear()
-                item = event.item
-                if item.get("type") in CALL_TYPES:
-                    item = _distinct_call_id(item, call_ids, repeated)
-                    calls.append(item)
-                await host.append_items([item])
-            elif isinstance(event, Completed):
-                host.add_usage(event.usage)
-                host.note_response(event.response_id)
-            else:
-                await _notice(host, event)
+        async for batch in events.batches(join=host.tuning.join_deltas):  # per receive; one item's deltas joined
+            for event in batch:
+                if isinstance(event, TextDelta):
+                    partial.append(event.delta)
+                    await emit(TurnDelta, {"turn_id": turn_id, "item_id": event.item_id, "delta": event.delta})
+                elif isinstance(event, ReasoningDelta):
+                    await emit(TurnReasoningDelta, {"turn_id": turn_id, "item_id": event.item_id, "delta": event.delta})
+                elif isinstance(event, ItemDone):
+                    partial.clear()
+                    item = event.item
+                    if item.get("type") in CALL_TYPES:
+                        item = _distinct_call_id(item, call_ids, repeated)
+                        calls.append(item)
+                    await host.append_items([item])
+                elif isinstance(event, Completed):
+                    host.add_usage(event.usage)
+                    host.note_response(event.response_id)
+                else:
+                    await _notice(host, event)
     return calls, repeated
 
 

@@ -5,15 +5,16 @@ both directions."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, AsyncIterator
 
 import pytest
+import trio
 from echsd.ops.threads import Events
 from echsd.router import reads
 from echsd.router.handlers import NODE
 
-from tests.appserver.helpers import AppClient
-from tests.helpers import Watch, mock_directive
+from tests.appserver.helpers import AppClient, start_daemon
+from tests.helpers import Watch, mock_directive, one_event_per_delta
 
 
 async def turn(appd: Any, thread_id: str, steps: Any) -> None:
@@ -21,6 +22,17 @@ async def turn(appd: Any, thread_id: str, steps: Any) -> None:
         before = watch.last_seq
         await appd.ops.send(thread_id, mock_directive(steps))
         await watch.wait_type("turn.completed", after_seq=before)
+
+
+@pytest.fixture
+async def appd(tmp_path: Any, mock_upstream: Any, nursery: Any) -> AsyncIterator[Any]:
+    """The app-server daemon, one event per model delta: a long log
+    of many events is what the TUI pages through."""
+    daemon = await start_daemon(nursery, one_event_per_delta(tmp_path / "state"), mock_upstream.base_url)
+    yield daemon
+    daemon.request_stop()
+    with trio.fail_after(15):
+        await daemon.wait_stopped()
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:

@@ -5,15 +5,26 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, AsyncIterator
 
 import pytest
 import trio
 
-from tests.appserver.helpers import AppClient, RpcFailed, user_input
-from tests.helpers import mock_directive
+from tests.appserver.helpers import AppClient, RpcFailed, start_daemon, user_input
+from tests.helpers import mock_directive, one_event_per_delta
 
 SLOW = {"text": " ".join(f"w{i}" for i in range(60)), "delay_ms": 50}
+
+
+@pytest.fixture
+async def appd(tmp_path: Any, mock_upstream: Any, nursery: Any) -> AsyncIterator[Any]:
+    """The app-server daemon, one event per model delta: a reply
+    streams as one delta per word."""
+    daemon = await start_daemon(nursery, one_event_per_delta(tmp_path / "state"), mock_upstream.base_url)
+    yield daemon
+    daemon.request_stop()
+    with trio.fail_after(15):
+        await daemon.wait_stopped()
 
 
 async def test_a_turn_streams_its_reply(client: AppClient) -> None:

@@ -27,10 +27,11 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
 @pytest.fixture(scope="module")
 def small_frames(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The state dir of a daemon whose frame limit is the smallest allowed (64 KiB), so
-    paging and frame-limit paths are reached with small threads."""
+    paging and frame-limit paths are reached with small threads (one event per model
+    delta: a reply is many events)."""
     state = tmp_path_factory.mktemp("small") / "state"
     state.mkdir(mode=0o700)
-    (state / "config.toml").write_text("[tuning]\nmax_message_bytes = 65536\n")
+    (state / "config.toml").write_text("[tuning]\nmax_message_bytes = 65536\njoin_deltas = false\n")
     daemon = Serve(state)
     yield state
     daemon.kill()

@@ -12,8 +12,8 @@ from typing import Iterator
 
 import pytest
 
-from tests.cli.helpers import ECHS, Tmux, clean_env, client_for, echs, gate_command, new_thread, of_type, wait_event
-from tests.helpers import mock_directive
+from tests.cli.helpers import ECHS, Serve, Tmux, clean_env, client_for, echs, gate_command, new_thread, of_type, wait_event
+from tests.helpers import mock_directive, one_event_per_delta
 from tests.threads.test_subagents import child_task, spawn, wait
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -29,6 +29,18 @@ def prompt_is_up(screen: str, state: str) -> bool:
     """The input line (with nothing typed) is the last line on the screen."""
     lines = [line for line in screen.splitlines() if line.strip()]
     return bool(lines) and lines[-1].rstrip() == f"{state} ›"
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    """The module's daemon, one event per model delta: the tests wait for the words of a
+    stream one by one."""
+    daemon = Serve(one_event_per_delta(tmp_path_factory.mktemp("attach") / "state"))
+    yield daemon
+    try:
+        daemon.terminate()
+    finally:
+        daemon.kill()
 
 
 @pytest.fixture

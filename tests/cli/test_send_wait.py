@@ -223,7 +223,7 @@ def test_wait_says_when_the_log_folded_part_of_the_reply_away(tmp_path: Path) ->
 
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
-    (state / "config.toml").write_text("[tuning]\nretained_deltas = 10\nclient_queue_events = 100\n")
+    (state / "config.toml").write_text("[tuning]\nretained_deltas = 10\nclient_queue_events = 100\njoin_deltas = false\n")
     daemon = Serve(state)
     try:
         for mode in ("--json", None):

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from echsd.daemon import Daemon
 from echsd.events import Event
 from echsd.store import Gap, queries
-from tests.helpers import Watch, check_thread_invariants, make_settings, mock_directive
+from tests.helpers import Watch, check_thread_invariants, make_settings, mock_directive, one_event_per_delta
 
 SLOW_TEXT = {"text": " ".join(f"w{i}" for i in range(400)), "deltas": 400, "delay_ms": 10}
 
@@ -19,6 +20,14 @@ async def start(nursery: trio.Nursery, state_dir: Path, base_url: str) -> Daemon
     daemon = Daemon(make_settings(state_dir, base_url))
     await nursery.start(daemon.run)
     return daemon
+
+
+@pytest.fixture
+async def daemon(tmp_path: Path, mock_upstream: Any, nursery: trio.Nursery) -> Any:
+    """One event per model delta: these tests count delta events."""
+    instance = await start(nursery, one_event_per_delta(tmp_path / "state"), mock_upstream.base_url)
+    yield instance
+    await stop(instance)
 
 
 async def stop(daemon: Daemon) -> None:
@@ -87,7 +96,7 @@ async def test_retention_folds_old_deltas_into_a_gap(
 ) -> None:
     state = tmp_path / "state"
     state.mkdir()
-    (state / "config.toml").write_text("[tuning]\nretained_deltas = 100\n")
+    (state / "config.toml").write_text("[tuning]\nretained_deltas = 100\njoin_deltas = false\n")
     daemon = await start(nursery, state, mock_upstream.base_url)
     tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:

@@ -10,10 +10,18 @@ import trio
 from trio_websocket import ConnectionClosed
 
 from echsd.wire.client import connect
-from tests.helpers import Watch, mock_directive
+from tests.helpers import Watch, mock_directive, one_event_per_delta
 from tests.wire.helpers import WAIT_S, raw_connection, start_daemon, stop_daemon, token_of
 
 DELTAS = 100_000
+
+
+@pytest.fixture
+async def wired(tmp_path: Any, mock_upstream: Any, nursery: Any) -> Any:
+    """One event per model delta: the floods below are floods of events."""
+    daemon = await start_daemon(nursery, one_event_per_delta(tmp_path / "state"), mock_upstream.base_url)
+    yield daemon
+    await stop_daemon(daemon)
 
 
 async def _timed_turn(daemon: Any, thread_id: str, count: int) -> float:
