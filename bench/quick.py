@@ -13,8 +13,8 @@ with what is not ours) beside the 1-minute load average.
 | the daemon's CPU per delta there (all its threads; its event loop alone) | the bare reader's CPU per delta |
 | the same deltas/s with the mock's ~64 KiB chunks (many events per chunk) | a bare reader of that stream |
 | turn time: send to ``turn.completed`` at the client (a one-word reply) | the same request straight to the mock upstream |
-| events/s replayed (``subscribe`` since 0) to one client | a bare trio-websocket + msgpack server, one client |
-| events/s live to 100 clients | the bare server, fanning out to 100 clients |
+| events/s replayed (``subscribe`` since 0) to one client (a daemon with ``join_deltas = false``: one event per delta) | a bare trio-websocket + msgpack server, one client |
+| events/s live to 100 clients (the same daemon) | the bare server, fanning out to 100 clients |
 | delta latency, one thread at 1 delta/ms: the mock's write to the client | a bare reader's, same pace |
 | interrupt to ``turn.interrupted`` at the client, while streaming | a ``status`` round trip |
 | durable event rows/s through the store writer | apsw ``executemany`` of the same rows |
@@ -197,9 +197,9 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-async def _single_thread(got: Collected, daemon: ServeProcess, mock: MockUpstreamProcess) -> str:
+async def _single_thread(got: Collected, daemon: ServeProcess, mock: MockUpstreamProcess) -> None:
     """One thread at full speed, per-event chunks then batched, each beside a bare reader
-    (interleaved, medians of ``REPEATS``); returns a thread that holds a long stream."""
+    (interleaved, medians of ``REPEATS``)."""
     runs: dict[str, list[dict[str, Any]]] = {"event": [], "batch": [], "raw_event": [], "raw_batch": []}
     point = Point(1, STREAM_DELTAS, 0)
     for _ in range(REPEATS):
@@ -224,7 +224,6 @@ async def _single_thread(got: Collected, daemon: ServeProcess, mock: MockUpstrea
         report.Figure("thread_deltas_per_s_batched", "deltas/s through one thread, upstream in ~64 KiB chunks", med("batch", "deltas_per_s"), "deltas/s", bare, med("raw_batch", "deltas_per_s")),
         report.Figure("thread_cpu_us_per_delta_batched", "the daemon's CPU per delta there, all threads", med("batch", "cpu", "us_per_delta"), "µs", "the bare reader's CPU per delta", med("raw_batch", "cpu_us_per_delta"), better="lower"),
     )
-    return await _filled_thread(daemon)
 
 
 async def _filled_thread(daemon: ServeProcess) -> str:
@@ -236,7 +235,19 @@ async def _filled_thread(daemon: ServeProcess) -> str:
     return tid
 
 
-async def _wire(got: Collected, daemon: ServeProcess, raw: RawServer, filled: str) -> None:
+async def _wire(got: Collected, tmp: Path, mock: MockUpstreamProcess, raw: RawServer) -> None:
+    """The wire's own throughput, on a daemon of its own that sends one event per model
+    delta (``join_deltas = false``): a fast reply is then as many events as deltas."""
+    daemon = ServeProcess(tmp / "wire-state", base_url=mock.base_url, tuning="retained_deltas = 2000000\njoin_deltas = false")
+    got.meter.add(daemon.process.pid)
+    try:
+        await daemon.ready()
+        await _wire_figures(got, daemon, raw, await _filled_thread(daemon))
+    finally:
+        daemon.stop()
+
+
+async def _wire_figures(got: Collected, daemon: ServeProcess, raw: RawServer, filled: str) -> None:
     raw_1, replay = [], []
     for _ in range(REPEATS):
         rate, replayed = await replay_once(daemon, filled)
@@ -321,8 +332,8 @@ async def run(paced: tuple[int, ...], restart: bool) -> dict[str, Any]:
         try:
             await daemon.ready()
             got.lap("start")
-            filled = await _single_thread(got, daemon, mock)
-            await _wire(got, daemon, raw, filled)
+            await _single_thread(got, daemon, mock)
+            await _wire(got, Path(tmp), mock, raw)
             raw.stop()
             extra["status_round_trip"] = await _latency(got, daemon, mock)
             extra["sweep"] = await _sweep(got, daemon, mock, paced)
