@@ -7,6 +7,7 @@ parent. The shipped types can be changed, and new ones added, in ``config.toml``
     [agent_types.explorer]
     reasoning = "medium"
     tools = ["read_file", "list_dir", "grep_files"]
+    sandbox = "read-only"
 
     [agent_types.reviewer]
     description = "reads a change and lists its problems"
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
+
+from echsd.sandbox_modes import MODES, NETWORK
 
 READ_ONLY = ("read_file", "list_dir", "grep_files", "view_image", "update_plan", "blackboard_read", "blackboard_write", "blackboard_wait")
 SUBAGENT_INSTRUCTIONS = (
@@ -36,21 +39,28 @@ class AgentType:
     instructions: str | None = None  # None: SUBAGENT_INSTRUCTIONS
     tools: tuple[str, ...] | None = None  # None: the parent's (a child never gets more than its parent)
     mcp_servers: tuple[str, ...] | None = None  # None: the parent's MCP servers (never more than those)
+    sandbox: str | None = None  # None: the parent's (never looser than the parent's)
+    network: str | None = None  # None: the parent's (never on where the parent's is off)
+
+    def policy(self) -> dict[str, str]:
+        """The sandbox keys this type sets."""
+        return {key: value for key, value in (("sandbox", self.sandbox), ("network", self.network)) if value is not None}
 
 
 SHIPPED: dict[str, AgentType] = {
     t.name: t
     for t in (
         AgentType("default", "your own model, reasoning and tools"),
-        AgentType("explorer", "looks around quickly and reports; changes nothing", reasoning="low", tools=READ_ONLY),
+        AgentType("explorer", "looks around quickly and reports; changes nothing", reasoning="low", tools=READ_ONLY, sandbox="read-only"),
         AgentType("worker", "does a well-scoped piece of the work; may change files and run commands"),
-        AgentType("research", "thinks hard about a question; reads, changes nothing", reasoning="high", tools=READ_ONLY),
+        AgentType("research", "thinks hard about a question; reads, changes nothing", reasoning="high", tools=READ_ONLY, sandbox="read-only"),
         AgentType("simple", "small, quick tasks", reasoning="low"),
     )
 }
 
 
-FIELDS = ("description", "model", "reasoning", "instructions", "tools", "mcp_servers")  # of an [agent_types.NAME] table
+FIELDS = ("description", "model", "reasoning", "instructions", "tools", "mcp_servers", "sandbox", "network")  # of an [agent_types.NAME] table
+CHOICES = {"sandbox": MODES, "network": NETWORK}
 
 
 class AgentTypeError(ValueError):
@@ -73,6 +83,10 @@ def load_agent_types(table: Any, where: str) -> dict[str, AgentType]:
             if key in ("description", "model", "reasoning", "instructions"):
                 if not isinstance(value, str) or not value.strip():
                     raise AgentTypeError(f"invalid setting 'agent_types.{name}.{key}' in {where}: expected a non-empty string")
+                values[key] = value
+            elif key in CHOICES:
+                if value not in CHOICES[key]:
+                    raise AgentTypeError(f"invalid setting 'agent_types.{name}.{key}' in {where}: expected one of {', '.join(CHOICES[key])}")
                 values[key] = value
             elif key in ("tools", "mcp_servers"):
                 if not isinstance(value, list) or not all(isinstance(item, str) for item in value):

@@ -35,9 +35,11 @@ from echsd.settings import Settings
 from echsd.store import Store, open_store
 from echsd.threads.hub import EventHub
 from echsd.threads.lease import Lease
+from echsd.threads.config import SandboxRules
 from echsd.threads.supervisor import Supervisor
 from echsd.tools.base import Tool
-from echsd.tools.process import become_subreaper, kill_all_groups, use_group_registry
+from echsd.tools.process import become_subreaper, kill_all_groups, use_group_registry, use_sandbox
+from echsd.tools.sandbox.runtime import SandboxRuntime
 from echsd.tools.registry import builtin_tools
 from echsd.wire.peers import Peers
 from echsd.wire.server import WireServer
@@ -107,6 +109,8 @@ class Daemon:
         # ... and kill a crashed run's leftovers; as echsd serve (its signals are its own) it
         # may own a cgroup it has to itself, and kill what escapes into it (tools/strays.py)
         use_group_registry(settings.state_dir / "run" / "groups", claim_cgroup=handle_signals, env_policy=settings.env_policy)
+        sandbox = _sandbox_for(settings)
+        use_sandbox(sandbox)
         store.writer.set_on_commit(self.hub.publish)
         try:
             async with trio.open_nursery() as root:
@@ -132,6 +136,7 @@ class Daemon:
                 board = Blackboard(store, max_value_bytes=tuning.blackboard_max_value_bytes, log_keep=tuning.blackboard_log_keep)
                 self.blackboard = board
                 await board.load()
+                await sandbox.start()
                 agent_types = settings.agent_types or SHIPPED
                 tools = builtin_tools(agent_types) | {tool.spec.name: tool for tool in self.extra_tools}
                 mcp = self.mcp = McpServers(settings.mcp_servers, os.getcwd())
@@ -140,9 +145,21 @@ class Daemon:
                 cluster = self.cluster = await self._join_cluster(store, board, lease)
                 router = self.router = ThreadRouter(store.node_id, cluster)
                 supervisor = self.supervisor = Supervisor(
-                    store, client, tools, tuning, default_model=settings.model, blackboard=board, ops=router, lease=lease,
-                    agent_types=agent_types, mcp=mcp,
-                )  # fmt: skip
+                    store,
+                    client,
+                    tools,
+                    tuning,
+                    default_model=settings.model,
+                    blackboard=board,
+                    ops=router,
+                    lease=lease,
+                    agent_types=agent_types,
+                    mcp=mcp,
+                    sandbox_rules=SandboxRules(
+                        settings.sandbox_mode, settings.sandbox_network, settings.writable_roots, unenforceable=sandbox.refusals
+                    ),
+                    approval=settings.approval,
+                )
                 boards = BlackboardService(board, page_bytes=tuning.max_message_bytes // 2)
                 router.attach(LocalNode(supervisor, store, settings, boards, router, cluster, mcp))
                 self.ops = LocalClient(router)
@@ -229,3 +246,14 @@ class Daemon:
                 log.info("signal received", signal=signal.Signals(signum).name)
                 self.request_stop()
                 return
+
+
+def _sandbox_for(settings: Settings) -> SandboxRuntime:
+    """The sandbox, hiding the daemon's own paths from confined commands: its state directory
+    (token, database, socket), every unix socket it listens on (a command reaching one could
+    drive the daemon, unconfined, from inside), and the Codex login it uses."""
+    hidden = [str(settings.state_dir)]
+    hidden += [str(address.path) for address in (*settings.listen, *settings.app_server) if address.kind == "unix" and address.path is not None]
+    if settings.provider == "codex":
+        hidden.append(str(settings.codex_home / "auth.json"))
+    return SandboxRuntime(disabled=settings.sandbox_disable, fallback=settings.sandbox_fallback, hidden=hidden)

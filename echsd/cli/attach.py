@@ -27,8 +27,8 @@ from echsd.cli.echs_runtime import EXIT_FAILED, options_of, run
 if TYPE_CHECKING:
     from echsd.wire.client import Client
 
-HELP_LINE = "Enter queues · !text steers · y/n answers an approval · Ctrl-C interrupts the turn · Ctrl-D detaches"
-ANSWERS = {"y": "approve", "yes": "approve", "n": "deny", "no": "deny"}
+HELP_LINE = "Enter queues · !text steers · y/n/a answers an approval (a: for this thread) · Ctrl-C interrupts the turn · Ctrl-D detaches"
+ANSWERS = {"y": ("approve", False), "yes": ("approve", False), "n": ("deny", False), "no": ("deny", False), "a": ("approve", True), "always": ("approve", True)}
 RECONNECT_S = 30.0  # how long a lost daemon is waited for, unless --timeout says otherwise
 TICK_S = 0.2  # the status line's redraw period while a turn runs
 
@@ -80,7 +80,7 @@ class Attached:
             return ANSI(self.style("disconnected", fg="red") + " › ")
         pending = self.view.pending_approval()
         if pending is not None:
-            prompt = self.style(f"approve {pending.get('tool')}? [y/n]", fg="yellow", bold=True) + " › "
+            prompt = self.style(f"approve {pending.get('tool')}? [y/n/a]", fg="yellow", bold=True) + " › "
         else:
             prompt = self.style.state(self.view.state or "?") + " › "
         status = self.status.line(time.time(), self.view.partial(), self.view.width)
@@ -102,6 +102,8 @@ class Attached:
         self.thread_id = await resolve_thread(self.client, self.thread_id)
         thread = await self.client.get_thread(self.thread_id)
         self.view.state = str(thread.get("state"))
+        for request in await self.client.approvals(thread_id=self.thread_id):
+            self.view.waiting(request)  # asked before this attach (maybe before its window of events)
         since = await self._window_start(max(0, await observed_seq(self.client, self.thread_id) - last))
         config = thread.get("config") or {}
         where = self.style.dim(f" · {config.get('model')} · {short_path(str(config.get('cwd')))}")
@@ -214,7 +216,7 @@ class Attached:
             if line == INTERRUPT:
                 await self._interrupt()
             elif pending is not None and line.strip().lower() in ANSWERS:
-                await self._answer(str(pending.get("request_id")), ANSWERS[line.strip().lower()])
+                await self._answer(str(pending.get("request_id")), *ANSWERS[line.strip().lower()])
             else:
                 await self._send(line)
 
@@ -242,11 +244,11 @@ class Attached:
         if ack.get("disposition") == "steered":  # nothing else shows until it is delivered
             self.out([self.style.dim(f"⋯ steering {ack.get('input_id')} into the running turn")])
 
-    async def _answer(self, request_id: str, decision: str) -> None:
+    async def _answer(self, request_id: str, decision: str, always: bool) -> None:
         from echsd.wire.client import WireError
 
         try:
-            await self.client.respond_approval(request_id, decision)
+            await self.client.respond_approval(request_id, decision, always=always)
         except WireError as exc:
             self.out([self.style(f"not answered: {exc.message}", fg="red")])
 

@@ -88,6 +88,15 @@ class AttachView:
         self._reasoning = self._text = None
         return lines
 
+    def waiting(self, request: dict[str, Any]) -> None:
+        """A request waiting for an answer (from its event, or listed when attaching)."""
+        self._approvals[str(request.get("request_id"))] = request
+
+    @staticmethod
+    def _choices(request: dict[str, Any]) -> str:
+        rule = request.get("rule")
+        return f"  (y/n, or a: always allow {' '.join(rule)} in this thread)" if rule else "  (y/n)"
+
     def pending_approval(self) -> dict[str, Any] | None:
         """The oldest tool call still waiting for a yes or no, if any."""
         return next(iter(self._approvals.values()), None)
@@ -189,13 +198,15 @@ class AttachView:
         if kind == "tool.completed":
             return self._tool_done(data)
         if kind == "approval.requested":
-            self._approvals[str(data.get("request_id"))] = data
-            return [s(f"⚠ approve {data.get('tool')}: ", fg="yellow", bold=True) + one_line(str(data.get("summary", "")), self.width - 30) + s.dim("  (y/n)")]
+            self.waiting(data)
+            return [s(f"⚠ approve {data.get('tool')}: ", fg="yellow", bold=True) + one_line(str(data.get("summary", "")), self.width - 30) + s.dim(self._choices(data))]
         if kind == "approval.resolved":
             request = self._approvals.pop(str(data.get("request_id")), None) or {}
             decision = str(data.get("decision"))
             words = {"approve": ("approved", "green"), "deny": ("denied", "red"), "timeout": ("denied: nobody answered in time", "red")}
             text, colour = words.get(decision, (decision, "yellow"))
+            if data.get("always") and request.get("rule"):
+                text = f"approved for this thread ({' '.join(request['rule'])} runs without asking)"
             return [s(f"  {text}: {request.get('tool', 'call')}", fg=colour)]
         if kind in ("turn.completed", "turn.interrupted", "turn.error"):
             ended = data.get("turn_id")  # requests of an ended turn are over (e.g. after a restart)

@@ -49,27 +49,35 @@ def approvals(ctx: click.Context, thread_id: str | None) -> None:
     run(ctx, action)
 
 
-def _answer(ctx: click.Context, request_id: str, decision: str) -> None:
+def _answer(ctx: click.Context, request_id: str, decision: str, always: bool = False) -> None:
     options = options_of(ctx)
 
     async def action(client: Client) -> None:
         full_id = await resolve_approval(client, request_id)
-        result = await client.respond_approval(full_id, decision)
-        echo_json(result) if options.json else click.echo(f"{'approved' if decision == 'approve' else 'denied'} {full_id}")
+        result = await client.respond_approval(full_id, decision, always=always)
+        if options.json:
+            echo_json(result)
+        elif result.get("always"):
+            click.echo(f"approved {full_id}, and from now on in {result.get('thread_id')}: {' '.join(result.get('rule') or [])}")
+        else:
+            click.echo(f"{'approved' if decision == 'approve' else 'denied'} {full_id}")
 
     run(ctx, action)
 
 
 @click.command()
 @click.argument("request_id", type=APPROVAL_ID)
+@click.option("--always", is_flag=True, help="Approve for this thread: calls matching the request's rule run without asking from now on.")
 @json_option
 @click.pass_context
-def approve(ctx: click.Context, request_id: str) -> None:
+def approve(ctx: click.Context, request_id: str, always: bool) -> None:
     """Let a pending tool call run.
 
-    REQUEST_ID: its id, or a unique prefix of it.
+    REQUEST_ID: its id, or a unique prefix of it. With --always, the request's rule
+    (`echs approvals` shows it: the command, or the prefix the model proposed) joins the
+    thread's approval_allow, so that thread stops asking for it.
     """
-    _answer(ctx, request_id, "approve")
+    _answer(ctx, request_id, "approve", always)
 
 
 @click.command()

@@ -20,10 +20,15 @@ REASONING = ("none", "minimal", "low", "medium", "high", "xhigh")
 CHOICES = {
     "reasoning": REASONING,
     "writes": ("allow", "dry-run", "deny"),
-    "approval": ("never", "on-write", "always"),
+    "approval": ("never", "on-request", "on-write", "always"),
     "chain": ("true", "false"),
+    "sandbox": ("read-only", "workspace-write", "full-access"),
+    "network": ("on", "off"),
 }
-CONFIG_KEYS = ("model", "reasoning", "instructions", "cwd", "tools", "writes", "approval", "chain", "steps", "mcp")
+CONFIG_KEYS = (
+    "model", "reasoning", "instructions", "cwd", "tools", "writes", "approval", "chain", "steps", "mcp",
+    "sandbox", "network", "writable_roots", "approval_allow", "approval_deny",
+)  # fmt: skip
 
 
 def _absolute_dir(path: str) -> str:
@@ -43,9 +48,12 @@ def _absolute_dir(path: str) -> str:
 @click.option("--tools", type=UTF8, help="Tool names (a,b) or edits of the defaults (+name,-name).")
 @click.option("--writes", type=click.Choice(CHOICES["writes"]), help="What apply_patch may do to files (default: allow).")
 @click.option("--approval", type=click.Choice(CHOICES["approval"]), help="Which tool calls wait for approval (default: never).")
-@click.option("--parent", type=THREAD_ID, help="Create the thread as a child of this one (its writes and approval by default).")
+@click.option("--sandbox", type=click.Choice(CHOICES["sandbox"]), help="What its commands may write (default: the daemon's, workspace-write).")
+@click.option("--network", type=click.Choice(CHOICES["network"]), help="Whether its commands may use the network (default: off but under full-access).")
+@click.option("--writable-root", "writable_roots", multiple=True, type=click.Path(file_okay=False), help="Also writable under workspace-write (repeatable).")
+@click.option("--parent", type=THREAD_ID, help="Create the thread as a child of this one (its writes, approval, sandbox and network by default).")
 @click.option(
-    "--loosen-policy", is_flag=True, help="With --parent: allow --writes/--approval looser than the parent's (refused otherwise)."
+    "--loosen-policy", is_flag=True, help="With --parent: allow --writes/--approval/--sandbox/--network looser than the parent's (refused otherwise)."
 )
 @json_option
 @click.pass_context
@@ -58,6 +66,9 @@ def new(
     tools: str | None,
     writes: str | None,
     approval: str | None,
+    sandbox: str | None,
+    network: str | None,
+    writable_roots: tuple[str, ...],
     parent: str | None,
     loosen_policy: bool,
 ) -> None:
@@ -76,6 +87,9 @@ def new(
             tools=tools,
             writes=writes,
             approval=approval,
+            sandbox=sandbox,
+            network=network,
+            writable_roots=[_absolute_dir(root) for root in writable_roots] or None,
             parent=await resolve_thread(client, parent) if parent is not None else None,
             loosen_policy=True if loosen_policy else None,
         )
@@ -207,6 +221,8 @@ def _config_value(key: str, value: str) -> Any:
         return _absolute_dir(value)
     if key == "chain":
         return value == "true"
+    if key == "writable_roots":
+        return [_absolute_dir(root) for root in value.split(",") if root.strip()]
     if key == "steps":
         if not value.strip().isdigit() or not 1 <= int(value) <= MAX_STEPS:
             raise click.BadParameter(f"steps must be an integer from 1 to {MAX_STEPS} (got {value!r})", param_hint="KEY=VALUE")
@@ -223,7 +239,10 @@ def config(ctx: click.Context, thread_id: str, settings: tuple[str, ...]) -> Non
     """Change a thread's config, also while it runs.
 
     Keys: model, reasoning, instructions, cwd, tools (+name,-name), writes
-    (allow|dry-run|deny), approval (never|on-write|always), chain (true|false:
+    (allow|dry-run|deny), approval (never|on-request|on-write|always), sandbox
+    (read-only|workspace-write|full-access), network (on|off), writable_roots
+    (comma-separated paths, empty for none), approval_allow and approval_deny
+    (command prefixes, comma-separated: "git status,pytest -q"), chain (true|false:
     send only new items after previous_response_id), steps (1-100: every input
     starts an autonomous run of up to that many turns), mcp (+name,-name: the MCP
     servers of config.toml whose tools it is offered).

@@ -37,6 +37,7 @@ def status_lines(status: dict[str, Any], style: Style) -> list[str]:
         lines.append(f"mcp        {servers['total']} server{'' if servers['total'] == 1 else 's'}: {servers['up']} up, {down}{starting}")
     if status.get("containment"):
         lines.append(f"tools run  contained by {status['containment']}" + (style.dim(" (setsid escapes it)") if status["containment"] == "process-group" else ""))
+    lines.extend(sandbox_lines(status.get("sandbox"), style))
     nodes = status.get("nodes") or []
     if len(nodes) > 1 or any(node.get("lease_expires_in_s") is not None for node in nodes):
         lines.append(f"node       {status.get('node') or '-'} (of {len(nodes)} sharing the store)")
@@ -46,6 +47,18 @@ def status_lines(status: dict[str, Any], style: Style) -> list[str]:
     if status.get("state_dir"):
         lines.append(f"state dir  {short_path(str(status['state_dir']))}")
     return lines
+
+
+def sandbox_lines(sandbox: dict[str, Any] | None, style: Style) -> list[str]:
+    """What confines the model's commands here, and what does not."""
+    if not sandbox:
+        return []
+    if sandbox.get("filesystem"):
+        line = f"sandbox    {sandbox['filesystem']}; network off by {sandbox.get('network') or style('nothing', fg='red')}"
+    else:
+        line = "sandbox    " + style("no filesystem sandbox here", fg="red") + f" ({'; '.join(sandbox.get('problems') or [])})"
+        line += "; " + ('threads run unconfined (sandbox_fallback = "unconfined")' if sandbox.get("fallback") == "unconfined" else "workspace-write and read-only threads are refused")
+    return [line, *(f"           {style.dim('not protected: ' + limit)}" for limit in sandbox.get("limits") or [])]
 
 
 def node_line(node: dict[str, Any], style: Style) -> str:
@@ -204,6 +217,7 @@ def thread_lines(thread: dict[str, Any], style: Style, width: int | None = None,
         f"  model         {value(str(config.get('model', '-')) + '  (reasoning ' + str(config.get('reasoning', '-')) + ')')}",
         f"  tools         {value(', '.join(config.get('tools') or []) or '-')}",
         f"  policy        {value('writes ' + str(config.get('writes', 'allow')) + ', approval ' + str(config.get('approval', 'never')))}",
+        f"  sandbox       {value(sandbox_summary(config))}",
         f"  steps         {'1 turn per input' if steps == 1 else f'up to {steps} turns per input (an autonomous run)'}",
         f"  chain         {'on (previous_response_id: only new items are sent)' if config.get('chain') else 'off'}",
         f"  instructions  {value(instructions, min(60, max(10, room - len(size))))}" + style.dim(size),
@@ -223,6 +237,15 @@ def thread_lines(thread: dict[str, Any], style: Style, width: int | None = None,
     if thread.get("failed"):
         lines.append(style(f"  failed        {value(str(thread['failed']))}", fg="red"))
     return lines
+
+
+def sandbox_summary(config: dict[str, Any]) -> str:
+    mode = str(config.get("sandbox", "-"))
+    text = f"{mode}, network {config.get('network', '-')}"
+    roots = config.get("writable_roots") or []
+    if roots and mode == "workspace-write":
+        text += ", also writable: " + ", ".join(short_path(str(root)) for root in roots)
+    return text
 
 
 def ack_line(ack: dict[str, Any]) -> str:

@@ -130,15 +130,16 @@ class InputDropped(EventData):
 
 @event("approval.requested")
 class ApprovalRequested(EventData):
-    """A tool call waits for a client's approval (thread config `approval`); answer with
-    `approval.respond`."""
+    """A tool call waits for a client's approval (thread config `approval` and its rules, or
+    an escalation out of the sandbox); answer with `approval.respond`."""
 
     request_id: str = doc("str")
     turn_id: str = doc("str")
     call_id: str = doc("str")
     tool: str = doc("str")
     arguments: Any = doc("the call's arguments")
-    summary: Any = doc("one line to decide on (the command, the files a patch touches)")
+    summary: Any = doc("one line to decide on (the command, the files a patch touches; `outside the sandbox: ` first for an escalation)")
+    rule: Any = doc("the command prefix approving for the thread (`always`) would allow, or null")
     requested_at: float = doc("unix float")
 
 
@@ -149,3 +150,4 @@ class ApprovalResolved(EventData):
     request_id: str = doc("str")
     call_id: str = doc("str")
     decision: Any = doc("approve | deny | timeout | cancelled")
+    always: Any = doc("true when approved for the thread (absent otherwise)")

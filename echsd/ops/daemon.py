@@ -13,6 +13,7 @@ from echsd.wire.codec import PROTOCOL_VERSION
 from echsd.wire.params import (
     BB_KEY,
     BB_PREFIX,
+    BOOL,
     COUNT,
     JSON,
     NAME,
@@ -249,7 +250,8 @@ class ToolResult(Op):
     "approval.list",
     Where.EVERY,
     result=ex.PAGED.format(
-        whole="list of `{request_id, thread_id, turn_id, call_id, tool, arguments, summary, requested_at, arguments_truncated}`"
+        whole="list of `{request_id, thread_id, turn_id, call_id, tool, arguments, summary, rule, requested_at, arguments_truncated}` "
+        "(`rule`: what approving for the thread would allow, or null)"
     ),
     method="approvals",
     example={"thread_id": ex.TID},
@@ -299,7 +301,7 @@ class GetApproval(Op):
 @op(
     "approval.respond",
     Where.ANY,
-    result="`{request_id, decision, thread_id}`",
+    result="`{request_id, decision, thread_id}` (with `always`: also `always` and the `rule` added)",
     method="respond_approval",
     positional=("request_id", "decision"),
     example={"request_id": ex.APPROVAL["request_id"], "decision": "approve"},
@@ -311,3 +313,4 @@ class RespondApproval(Op):
 
     request_id: str = param(NAME, "from `approval.requested` or `approval.list`", required=True)
     decision: str = param(STRING, "the answer", required=True, choices=("approve", "deny"))
+    always: bool | None = param(BOOL, "with approve: approve for this thread (the request's `rule` joins the thread's `approval_allow`)")

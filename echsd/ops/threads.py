@@ -48,7 +48,7 @@ class Create(Op):
     parent: str | None = param(THREAD_ID, "parent thread id (the child is created through it)")
     loosen_policy: bool | None = param(
         BOOL,
-        "(added) with `parent`: allow `writes`/`approval` looser than the parent's (else refused; keys not given are the parent's)",
+        "(added) with `parent`: allow `writes`, `approval`, `sandbox`, `network` or `writable_roots` looser than the parent's (else refused; keys not given are the parent's)",
     )
     node: str | None = param(NAME, "(added) the node to run the thread on (several daemons over PostgreSQL); default: the one connected to")
 
@@ -93,7 +93,7 @@ class Configure(Op):
 
     thread_id: str = param(THREAD_ID, THE_THREAD, required=True)
     config: dict[str, Any] = param(
-        CONFIG, "any of `cwd`, `model`, `reasoning`, `instructions`, `tools`, `writes`, `approval`, checked as in `thread.create`", required=True
+        CONFIG, "any of the keys `thread.create` takes (`cwd`, `model`, `reasoning`, `instructions`, `tools`, `writes`, `approval`, `sandbox`, `network`, ...), checked as there", required=True
     )
 
 

@@ -28,7 +28,7 @@ async def approval(node: LocalNode, op: GetApproval) -> dict[str, Any]:
 @answers(RespondApproval)
 async def respond(node: LocalNode, op: RespondApproval) -> dict[str, Any]:
     """``not_found`` unless the request waits here: the router then asks the other nodes."""
-    return node.supervisor.approvals.respond(op.request_id, op.decision)
+    return node.supervisor.approvals.respond(op.request_id, op.decision, bool(op.always))
 
 
 @answers(ToolResult)

@@ -23,7 +23,7 @@ from echsd.store import Gap, queries
 from echsd.threads.agents import agent_view
 from echsd.threads.directory import stored_core, stored_objects
 from echsd.threads.state import ThreadState
-from echsd.tools.process import containment_name
+from echsd.tools.process import containment_name, sandbox_runtime
 
 MAX_EVENTS_PER_READ = 10_000
 EVENTS_PER_STORE_READ = 1000  # a page of thread.events is read in chunks, up to its byte budget
@@ -50,6 +50,7 @@ async def status(node: LocalNode, op: Status) -> dict[str, Any]:
         "usage": usage,
         "rate_limits": supervisor.limits.snapshot(),
         "containment": containment_name(),
+        "sandbox": sandbox_runtime().status(),
         "state_dir": str(settings.state_dir),
         "mcp_servers": node.mcp.counts() if node.mcp is not None else {"total": 0, "up": 0, "down": 0, "starting": 0},
         "node": node.node_id,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from echsd.agent_types import AgentType
+from echsd.approval_rules import ApprovalSettings
 from echsd.settings.addresses import ListenAddress
 from echsd.settings.tuning import Tuning
 from echsd.tools.envpolicy import EnvPolicy
@@ -41,6 +42,12 @@ class Settings:
     agent_types: dict[str, AgentType] = field(default_factory=dict, repr=False, compare=False)
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict, repr=False, compare=False)
     env_policy: EnvPolicy = field(default_factory=EnvPolicy)  # [tools]: the environment tool commands see
+    sandbox_mode: str = "workspace-write"  # new threads' sandbox (settings/sandbox.py)
+    sandbox_network: str | None = None  # new threads' network; None: off, but on under full-access
+    writable_roots: tuple[str, ...] = ()  # new threads' writable roots
+    sandbox_fallback: str = "refuse"  # or "unconfined": run what the kernel cannot confine anyway
+    sandbox_disable: tuple[str, ...] = ()  # mechanisms not to use (landlock, userns, seccomp)
+    approval: ApprovalSettings = field(default_factory=ApprovalSettings)  # [approval]: rules, on_timeout
 
     @property
     def db_path(self) -> Path:

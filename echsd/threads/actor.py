@@ -227,6 +227,7 @@ class ThreadActor(ActorOps):
             approvals=self.services.approvals,
             limits=self.services.limits,
             activity=self.record.activity,
+            approval=self.services.approval,
         )
         status, error = "error", {"code": "internal", "message": "the turn was cancelled"}
         activity = self.record.activity

@@ -199,13 +199,14 @@ class ThreadAgents:
             tools = [name for name in agent_type.tools if name in parent.tools]
         else:
             tools = parent.tools
-        policy = {}
+        policy: dict[str, Any] = {}
         for key, order in POLICY_ORDERS.items():  # the model never loosens its child's policy
             current = getattr(parent, key)
-            asked = options.get(key) or current
+            asked = options.get(key) or agent_type.policy().get(key) or current
             if asked not in order:
                 raise ToolError(f"{key} must be one of {', '.join(order)}")
             policy[key] = stricter(key, str(asked), current)
+        policy["writable_roots"] = list(parent.writable_roots)
         model = str(options.get("model") or agent_type.model or parent.model)
         params: dict[str, Any] = {
             "cwd": parent.cwd,

@@ -6,6 +6,10 @@ filled in when a request is built, so changing ``cwd`` updates the prompt too. A
 checked against ``ConfigRules``: the tools that exist, and the model catalog (each model
 accepts its own reasoning efforts; a model change carries the effort over only if the new
 model accepts it, else the new model's default is taken and reported as changed).
+
+The sandbox keys (``sandbox``, ``network``, ``writable_roots``) take the daemon's defaults
+(``config.toml``) on create, and ``network`` defaults by mode (off but under full-access). A
+policy this daemon cannot enforce is refused on create and configure (``SandboxRules``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterable, Mapping, Protocol
 
+from echsd.approval_rules import ApprovalRules, Prefix, parse_rules
 from echsd.errors import BadRequest
+from echsd.sandbox_modes import FULL_ACCESS, MODES, NETWORK, WORKSPACE_WRITE
 
 DEFAULT_INSTRUCTIONS = (
     "You are a coding agent running on the user's machine in {{cwd}}. "
@@ -23,9 +29,13 @@ DEFAULT_INSTRUCTIONS = (
     "steps, and report concisely what you did and what remains."
 )
 WRITES = ("allow", "dry-run", "deny")  # what apply_patch may do to files
-APPROVALS = ("never", "on-write", "always")  # which tool calls wait for a client's approval
-CONFIG_KEYS = ("cwd", "model", "reasoning", "instructions", "tools", "writes", "approval", "steps", "chain", "mcp")
+APPROVALS = ("never", "on-request", "on-write", "always")  # which tool calls wait for a client's approval (approval_rules.py)
+CONFIG_KEYS = (
+    "cwd", "model", "reasoning", "instructions", "tools", "writes", "approval", "steps", "chain", "mcp",
+    "sandbox", "network", "writable_roots", "approval_allow", "approval_deny",
+)  # fmt: skip
 MAX_STEPS = 100  # turns an autonomous run may take
+MAX_WRITABLE_ROOTS = 64
 
 
 @dataclass(frozen=True)
@@ -40,11 +50,19 @@ class ThreadConfig:
     steps: int = 1  # > 1: every input starts an autonomous run of up to this many turns
     chain: bool = False  # send previous_response_id and only new items (the endpoint stores responses)
     mcp: tuple[str, ...] | None = None  # MCP servers whose tools are offered; None: every enabled one
+    sandbox: str = WORKSPACE_WRITE  # what the thread's commands and file tools may touch (tools/sandbox)
+    network: str = "off"  # whether its commands may use the network
+    writable_roots: tuple[str, ...] = ()  # writable under workspace-write, besides the cwd and TMPDIR
+    approval_allow: tuple[Prefix, ...] = ()  # command prefixes run without asking (besides [approval] allow)
+    approval_deny: tuple[Prefix, ...] = ()  # command prefixes refused without asking (besides [approval] deny)
 
     def to_dict(self) -> dict[str, Any]:
         data = {key: getattr(self, key) for key in CONFIG_KEYS}  # not asdict(): it deep-copies (per turn end)
         data["tools"] = list(self.tools)
         data["mcp"] = list(self.mcp) if self.mcp is not None else None
+        data["writable_roots"] = list(self.writable_roots)
+        data["approval_allow"] = [list(rule) for rule in self.approval_allow]
+        data["approval_deny"] = [list(rule) for rule in self.approval_deny]
         return data
 
     @classmethod
@@ -54,7 +72,14 @@ class ThreadConfig:
         known["tools"] = tuple(known.get("tools", ()))
         if known.get("mcp") is not None:
             known["mcp"] = tuple(known["mcp"])
+        known["writable_roots"] = tuple(known.get("writable_roots", ()))
+        for key in ("approval_allow", "approval_deny"):
+            known[key] = tuple(tuple(rule) for rule in known.get(key, ()))
         return cls(**known)
+
+    @property
+    def approval_rules(self) -> ApprovalRules:
+        return ApprovalRules(self.approval_allow, self.approval_deny)
 
     def rendered_instructions(self) -> str:
         return self.instructions.replace("{{cwd}}", self.cwd)
@@ -139,7 +164,65 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "approval": _choice("approval", APPROVALS),
     "steps": lambda value: _check_steps(value),
     "chain": lambda value: _check_bool("chain", value),
+    "sandbox": _choice("sandbox", MODES),
+    "network": lambda value: _check_network(value),
+    "writable_roots": lambda value: _check_roots(value),
+    "approval_allow": lambda value: _check_rules("approval_allow", value),
+    "approval_deny": lambda value: _check_rules("approval_deny", value),
 }
+
+
+def _check_rules(key: str, value: Any) -> tuple[Prefix, ...]:
+    if isinstance(value, str):  # "git status, pytest -q": one command prefix per comma
+        value = [part for part in value.split(",") if part.strip()]
+    try:
+        return parse_rules(value, key)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def _check_network(value: Any) -> str:
+    if isinstance(value, bool):  # network=true reads as well as network=on
+        return "on" if value else "off"
+    return _choice("network", NETWORK)(value)
+
+
+def _check_roots(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [part for part in value.split(",") if part.strip()]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
+        raise BadRequest("writable_roots must be a list of absolute paths")
+    if len(value) > MAX_WRITABLE_ROOTS:
+        raise BadRequest(f"writable_roots: at most {MAX_WRITABLE_ROOTS} paths")
+    roots = []
+    for item in value:
+        path = os.path.expanduser(item.strip())
+        if not os.path.isabs(path) or "\x00" in path:
+            raise BadRequest(f"writable_roots: {item!r} is not an absolute path")
+        roots.append(os.path.normpath(path))
+    return tuple(dict.fromkeys(roots))
+
+
+@dataclass(frozen=True)
+class SandboxRules:
+    """The daemon's sandbox defaults for new threads, and what it cannot enforce."""
+
+    mode: str = WORKSPACE_WRITE
+    network: str | None = None  # None: off, but on under full-access
+    writable_roots: tuple[str, ...] = ()
+    unenforceable: Callable[[str, bool], list[str]] = lambda mode, network: []  # (mode, network on) -> why not
+
+    def defaults(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The sandbox keys ``given`` leaves out."""
+        mode = given.get("sandbox") or self.mode
+        defaults: dict[str, Any] = {"sandbox": self.mode, "writable_roots": self.writable_roots}
+        defaults["network"] = self.network or ("on" if mode == FULL_ACCESS else "off")
+        return {key: value for key, value in defaults.items() if given.get(key) is None}
+
+    def check(self, config: "ThreadConfig") -> None:
+        reasons = self.unenforceable(config.sandbox, config.network == "on")
+        if reasons:
+            raise BadRequest(f"sandbox {config.sandbox} with network {config.network} cannot be enforced here: " + "; ".join(reasons))
 
 
 def _check_bool(key: str, value: Any) -> bool:
@@ -169,6 +252,7 @@ class ConfigRules:
     stores_responses: bool = True  # False: the endpoint refuses store: true (the ChatGPT backend), so no chain
     mcp_servers: Collection[str] = ()  # configured in config.toml
     mcp_enabled: Collection[str] = ()  # of those, the enabled ones: what ``mcp`` None means
+    sandbox: SandboxRules = SandboxRules()
 
 
 CHAIN_REFUSED = (
@@ -205,7 +289,10 @@ def new_config(params: Mapping[str, Any], *, default_model: str, default_tools: 
         cwd=os.getcwd(), model=model, reasoning=rules.catalog.default_effort(model), instructions=DEFAULT_INSTRUCTIONS, tools=tuple(default_tools)
     )
     given = {key: params[key] for key in CONFIG_KEYS if params.get(key) is not None}
-    return _apply(defaults, given, rules)
+    given = {**rules.sandbox.defaults(given), **given}
+    config = _apply(defaults, given, rules)
+    rules.sandbox.check(config)
+    return config
 
 
 def reconfigure(config: ThreadConfig, changes: Any, rules: ConfigRules) -> tuple[ThreadConfig, list[str]]:
@@ -217,4 +304,6 @@ def reconfigure(config: ThreadConfig, changes: Any, rules: ConfigRules) -> tuple
         raise BadRequest(f"unknown config key(s): {', '.join(unknown)}; allowed: {', '.join(CONFIG_KEYS)}")
     updated = _apply(config, changes, rules)
     changed = [key for key in CONFIG_KEYS if getattr(updated, key) != getattr(config, key)]
+    if {"sandbox", "network"} & set(changed):
+        rules.sandbox.check(updated)
     return updated, changed

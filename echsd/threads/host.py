@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence
 
+from echsd.approval_rules import ApprovalRules
 from echsd.events import EventData
 from echsd.codex import RateLimits, ResponsesClient, Usage
 from echsd.settings import Tuning
@@ -76,7 +77,12 @@ class TurnHost(Protocol):
 
     async def note_rate_limits(self, limits: Sequence[RateLimits]) -> None: ...
 
-    async def request_approval(self, call_id: str, tool: str, arguments: Any, summary: str) -> str:
-        """Ask the thread's clients; returns approve | deny | timeout (cancelled: raises)."""
+    @property
+    def approval_rules(self) -> ApprovalRules:
+        """The daemon's ``[approval]`` rules and the thread's own."""
+
+    async def request_approval(self, call_id: str, tool: str, arguments: Any, summary: str, rule: tuple[str, ...] | None = None) -> str:
+        """Ask the thread's clients; returns approve | deny | timeout (cancelled: raises).
+        Approved for the thread, ``rule`` joins its allow rules before this returns."""
 
     def tool_context(self, call_id: str) -> ToolContext: ...

@@ -1,9 +1,9 @@
 """A child thread's policy is never looser than its parent's (sans-IO): the one rule, for
 ``thread.create {parent}`` (``echs new --parent``) and ``spawn_agent`` alike.
 
-``POLICY_ORDERS`` lists each policy key's values from loosest to strictest; a key added to a
-thread's config that restricts what its tools may do (the sandbox's ``sandbox`` and
-``network``) is one line here, and every way of making a child follows it.
+``POLICY_ORDERS`` lists each policy key's values from loosest to strictest (``writes``,
+``approval``, the sandbox's ``sandbox`` and ``network``); every way of making a child
+follows it. ``writable_roots`` is a set: a child's must be among its parent's.
 
 - A key the caller does not give is the parent's value (not the daemon's default).
 - A value looser than the parent's is refused with ``bad_request``, unless the caller says
@@ -14,14 +14,18 @@ thread's config that restricts what its tools may do (the sandbox's ``sandbox`` 
 
 from __future__ import annotations
 
+import os
 from typing import Any, Mapping
 
 from echsd.errors import BadRequest
+from echsd.sandbox_modes import MODES, NETWORK
 from echsd.threads.config import APPROVALS, WRITES, ThreadConfig
 
 POLICY_ORDERS: dict[str, tuple[str, ...]] = {  # loosest first
     "writes": WRITES,
     "approval": APPROVALS,
+    "sandbox": MODES,
+    "network": NETWORK,
 }
 
 
@@ -53,4 +57,19 @@ def child_policy(asked: Mapping[str, Any], parent: ThreadConfig, *, loosen: bool
                 "than its parent's unless asked explicitly (loosen_policy: true, echs new --loosen-policy)"
             )
         policy[key] = value
+    roots, inherited_roots = asked.get("writable_roots"), list(parent.writable_roots)
+    if roots is None:
+        policy["writable_roots"] = inherited_roots
+    elif not loosen and (extra := sorted(set(_root_list(roots)) - set(inherited_roots))):
+        raise BadRequest(
+            f"writable_roots {', '.join(extra)} are not among the parent's; a child's policy is never looser than its "
+            "parent's unless asked explicitly (loosen_policy: true, echs new --loosen-policy)"
+        )
     return policy
+
+
+def _root_list(roots: Any) -> list[str]:
+    """``writable_roots`` as given (a list, or a comma-separated string); the config checks the rest."""
+    if isinstance(roots, str):
+        roots = [part for part in roots.split(",") if part.strip()]
+    return [os.path.normpath(os.path.expanduser(str(root).strip())) for root in roots] if isinstance(roots, (list, tuple)) else []

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping, Protocol
 
 from echsd.agent_types import AgentType
+from echsd.approval_rules import ApprovalSettings
 from echsd.blackboard.board import Blackboard
 from echsd.codex import ModelCatalog, ResponsesClient
 from echsd.settings import Tuning
 from echsd.store import Store, Unit
 from echsd.threads.account import AccountLimits
 from echsd.threads.approvals import ApprovalBook
-from echsd.threads.config import ConfigRules, ThreadConfig
+from echsd.threads.config import ConfigRules, SandboxRules, ThreadConfig
 from echsd.threads.effects import TurnEnd
 from echsd.ops.base import Op
 from echsd.threads.record import ThreadRecord
@@ -75,9 +76,11 @@ class ActorServices:
     subagent_slots: SubagentSlots  # sub-agent turns running at once, daemon-wide, fair between trees
     blackboard: Blackboard  # the daemon's one blackboard; each thread writes in its own name
     mcp: McpToolSource | None = None  # the daemon's MCP servers (config.toml's [mcp_servers])
+    sandbox_rules: SandboxRules = SandboxRules()  # new threads' sandbox defaults, what cannot be enforced
+    approval: ApprovalSettings = ApprovalSettings()  # [approval]: every thread's rules, what a timeout does
 
     def config_rules(self, known_tools: Collection[str]) -> ConfigRules:
-        """What a thread's config is checked against: its tools, the catalog, the MCP servers."""
+        """What a thread's config is checked against: its tools, the catalog, the MCP servers, the sandbox."""
         servers = self.mcp.known() if self.mcp is not None else []
         enabled = self.mcp.enabled() if self.mcp is not None else []
         return ConfigRules(
@@ -86,4 +89,5 @@ class ActorServices:
             stores_responses=self.client.endpoint.stores_responses,
             mcp_servers=servers,
             mcp_enabled=enabled,
+            sandbox=self.sandbox_rules,
         )

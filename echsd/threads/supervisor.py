@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping
 import trio
 
 from echsd.agent_types import SHIPPED, AgentType
+from echsd.approval_rules import ApprovalSettings
 from echsd.blackboard.board import Blackboard
 from echsd.codex import ResponsesClient
 from echsd.errors import EchsError, InvalidState, NotFound, Timeout, Unavailable
@@ -39,7 +40,7 @@ from echsd.store import Store, Unit, ops
 from echsd.threads.actor import ThreadActor
 from echsd.threads.account import AccountLimits
 from echsd.threads.approvals import ApprovalBook
-from echsd.threads.config import ThreadConfig, new_config
+from echsd.threads.config import SandboxRules, ThreadConfig, new_config
 from echsd.threads.core import ThreadCore
 from echsd.threads.effects import TurnEnd
 from echsd.threads.eventlog import ThreadLog
@@ -52,6 +53,7 @@ from echsd.threads.services import ActorServices, OpRunner
 from echsd.threads.slots import SubagentSlots
 from echsd.threads.state import ThreadState
 from echsd.tools.base import Tool
+from echsd.tools.process import sandbox_runtime
 from echsd.tools.registry import McpToolSource, default_tool_names
 from echsd.tools.remote import RemoteCalls
 
@@ -74,6 +76,8 @@ class Supervisor:
         lease: Lease | None = None,
         agent_types: Mapping[str, AgentType] | None = None,
         mcp: McpToolSource | None = None,
+        sandbox_rules: SandboxRules | None = None,
+        approval: ApprovalSettings | None = None,
     ) -> None:
         self.store = store
         self.tuning = tuning
@@ -97,6 +101,8 @@ class Supervisor:
             remote_calls=self.remote_calls,
             agent_types=dict(agent_types or SHIPPED),
             subagent_slots=SubagentSlots(max(1, tuning.max_running_subagents)),
+            sandbox_rules=sandbox_rules or SandboxRules(),
+            approval=approval or ApprovalSettings(),
             blackboard=blackboard,
             mcp=mcp,
         )
@@ -363,6 +369,7 @@ class Supervisor:
         for record in gone:
             if record.actor_started:
                 record.mailbox_send.send_nowait(Request(Shutdown(thread_id=record.thread_id)))  # its actor ends
+        await trio.to_thread.run_sync(sandbox_runtime().remove_tmpdirs, [record.thread_id for record in gone])
 
     # ---- shutdown --------------------------------------------------------------------
 

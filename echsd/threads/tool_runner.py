@@ -10,21 +10,24 @@ the loop goes on.
 Before a call runs, ``callprep`` reads its arguments once (in a worker thread when they are
 large; not at all past ``tool_argument_bytes``): a custom (freeform) call's raw input
 becomes ``{"input": ...}``; an ``exec_command`` that is really ``apply_patch <<'EOF'`` is
-applied as a patch (as Codex does). The thread's ``approval`` policy may make it wait for a
-client's answer. After it
+applied as a patch (as Codex does). The thread's ``approval`` policy and rules may make it
+wait for a client's answer or refuse it (``approval_rules.py``), and an ``exec_command``
+with ``sandbox_permissions: "require_escalated"`` always waits (approved, it runs outside
+the thread's sandbox, that once). After it
 runs, text output is capped (head and tail kept, with a marker saying what was cut).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any, Mapping
 
 import trio
 
+from echsd.approval_rules import ASK, REFUSE, decide, proposed_rule
 from echsd.events import ToolCompleted, ToolStarted
 from echsd.logs import get_logger
-from echsd.threads.approvals import needs_approval
 from echsd.threads.history import function_call_output
 from echsd.threads.host import TurnHost
 from echsd.threads.callprep import PreparedCall, argument_size, prepare_call, raw_arguments, too_large
@@ -43,6 +46,17 @@ NOT_APPROVED = {
     "deny": "a user denied this call",
     "timeout": "nobody answered the approval request in time, so it was denied",
 }
+NOT_ESCALATED = {
+    "deny": "a user refused to run this command outside the sandbox (the thread's sandbox still applies: work within it, or ask the user)",
+    "timeout": "nobody answered the request to run this command outside the sandbox in time, so it was refused",
+}
+
+
+def escalates(name: str, args: dict[str, Any], context: ToolContext) -> bool:
+    """An ``exec_command`` asking to run outside a sandbox that confines it: it waits for a
+    person's yes whatever the thread's approval policy."""
+    confined = context.sandbox is not None and context.sandbox.confined
+    return confined and name == "exec_command" and args.get("sandbox_permissions") == "require_escalated"
 
 
 async def run_tool_calls(host: TurnHost, calls: list[dict[str, Any]], repeated: Mapping[str, str] | None = None) -> None:
@@ -112,10 +126,19 @@ async def _invoke(host: TurnHost, prepared: PreparedCall, call_id: str) -> ToolR
         return ToolResult(prepared.error or "error: the call could not be prepared", ok=False)
     context = host.tool_context(call_id)
     try:
-        if needs_approval(host.config.approval, tool.spec.writes):
-            decision = await host.request_approval(call_id, name, args, prepared.summary)
+        escalated = escalates(name, args, context)
+        verdict = decide(host.config.approval, name=name, writes=tool.spec.writes, args=args, escalated=escalated, rules=host.approval_rules)
+        if verdict.verdict == REFUSE:
+            return ToolResult(f"error: {verdict.explain()}; the call did not run", ok=False, meta={"approval": "refused"})
+        if verdict.verdict == ASK:
+            summary = ("outside the sandbox: " if escalated else "") + prepared.summary
+            decision = await host.request_approval(call_id, name, args, summary, proposed_rule(name, args))
             if decision != "approve":
-                return ToolResult(f"error: {NOT_APPROVED.get(decision, decision)}; the call did not run", ok=False, meta={"approval": decision})
+                refused = NOT_ESCALATED if escalated else NOT_APPROVED
+                what = "command" if escalated else "call"
+                return ToolResult(f"error: {refused.get(decision, decision)}; the {what} did not run", ok=False, meta={"approval": decision})
+        if escalated:
+            context = replace(context, sandbox=None)  # approved (or allowed by a rule): this one command runs unconfined
         with trio.move_on_after(context.timeout_s + TIMEOUT_GRACE_S):
             return await _run(tool, args, context, prepared.shell_patch)
         return ToolResult(f"error: tool {name} timed out after {context.timeout_s:g} s", ok=False)

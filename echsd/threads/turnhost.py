@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from echsd.approval_rules import ApprovalRules, ApprovalSettings
 from echsd.events import AccountRateLimits, EventData, ToolOutput
 from echsd.codex import ModelError, RateLimits, ResponsesClient, Usage
 from echsd.logs import get_logger
@@ -21,12 +22,13 @@ from echsd.ids import new_approval_id
 from echsd.threads.account import AccountLimits
 from echsd.threads.activity import Activity
 from echsd.threads.approvals import ApprovalBook, PendingApproval
-from echsd.threads.config import ThreadConfig
+from echsd.threads.config import ConfigRules, ThreadConfig
 from echsd.threads.core import ThreadCore
 from echsd.threads.effects import USAGE_KEYS, Effects
 from echsd.threads.eventlog import ThreadLog
 from echsd.tools.base import ToolContext
 from echsd.tools.capabilities import ThreadCapabilities
+from echsd.tools.process import sandbox_runtime
 from echsd.tools.registry import ToolRegistry
 from echsd.tools.truncate import printable
 
@@ -47,6 +49,7 @@ class ActorTurnHost:
     approvals: ApprovalBook
     limits: AccountLimits
     activity: Activity = field(default_factory=Activity)
+    approval: ApprovalSettings = ApprovalSettings()
     partial: list[str] = field(default_factory=list)
     streamed_output_bytes: int = 0  # tool output sent as tool.output events this turn (budget + 1: no more)
 
@@ -144,13 +147,23 @@ class ActorTurnHost:
         self.limits.record(reported)
         await self.emit(AccountRateLimits, {"turn_id": self.turn_id, "limits": reported})
 
-    async def request_approval(self, call_id: str, tool: str, arguments: Any, summary: str) -> str:
-        request = PendingApproval(new_approval_id(), self.thread_id, self.turn_id, call_id, tool, arguments, summary)
+    @property
+    def approval_rules(self) -> ApprovalRules:
+        return self.approval.rules + self.core.config.approval_rules
+
+    async def request_approval(self, call_id: str, tool: str, arguments: Any, summary: str, rule: tuple[str, ...] | None = None) -> str:
+        request = PendingApproval(new_approval_id(), self.thread_id, self.turn_id, call_id, tool, arguments, summary, rule)
+        timeout_s = self.approval.timeout_s(self.core.config.approval, self.tuning.approval_timeout_s)
         self.activity.approving(call_id, request.request_id)
         try:
-            return await self.approvals.ask(request, self.emit, self.tuning.approval_timeout_s)
+            decision = await self.approvals.ask(request, self.emit, timeout_s)
         finally:
             self.activity.approving(call_id, None)
+        if request.always and request.rule is not None and request.rule not in self.core.config.approval_allow:
+            await self.log.ready()
+            rules = ConfigRules(known_tools=self.tools.names(), catalog=self.client.catalog)
+            self.commit(self.core.configure({"approval_allow": [*self.core.config.approval_allow, request.rule]}, rules))
+        return decision
 
     def _within_output_budget(self, chunk: str) -> str:
         """What of ``chunk`` may still be streamed this turn (``turn_output_bytes``): past
@@ -176,13 +189,17 @@ class ActorTurnHost:
             if chunk:
                 await self.emit(ToolOutput, {"turn_id": turn_id, "call_id": call_id, "stream": stream, "chunk": chunk})
 
+        config = self.core.config
         return ToolContext(
             thread_id=self.thread_id,
             turn_id=turn_id,
             call_id=call_id,
-            cwd=Path(self.core.config.cwd),
+            cwd=Path(config.cwd),
             emit_output=emit_output,
             timeout_s=self.tuning.tool_timeout_s,
-            writes=self.core.config.writes,
+            writes=config.writes,
             caps=self.caps,
+            sandbox=sandbox_runtime().policy(
+                self.thread_id, mode=config.sandbox, network=config.network == "on", cwd=config.cwd, writable_roots=config.writable_roots
+            ),
         )

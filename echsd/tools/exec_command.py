@@ -6,9 +6,11 @@ and pipes otherwise. The call returns when the command exits or after ``yield_ti
 (default 10 s, 250 ms to 30 s): with the wall time, the output so far (clipped to
 ``max_output_tokens``) and either the exit code or the ``session_id`` of the command still
 running, for ``write_stdin``. Output streams to clients as ``tool.output`` events while the
-call waits. Arguments and report follow Codex's shapes exactly; ``sandbox_permissions``,
-``justification`` and ``prefix_rule`` are accepted and ignored, with a note (echsd has no
-sandbox to escalate from). ``login`` defaults to false here: a login shell sources the
+call waits. Arguments and report follow Codex's shapes exactly. The command is confined by the
+thread's sandbox (``ToolContext.sandbox``); ``sandbox_permissions: "require_escalated"`` (with
+a ``justification``) asks a person to let this one command run outside it, which the tool
+runner does before the call gets here (``prefix_rule`` names what a person may approve for
+the rest of the thread). ``login`` defaults to false here: a login shell sources the
 user's profile on every command (hundreds of ms on a machine with pyenv or nvm).
 """
 
@@ -24,8 +26,6 @@ from echsd.tools.exec_output import ExecReport
 from echsd.tools.process import shell_argv
 from echsd.tools.session_tool import SessionTool
 from echsd.tools.sessions import ExecRequest
-
-IGNORED_FIELDS = ("sandbox_permissions", "justification", "prefix_rule")
 
 SPEC = ToolSpec(
     name="exec_command",
@@ -57,10 +57,21 @@ SPEC = ToolSpec(
             "max_output_tokens": exec_args.MAX_OUTPUT_TOKENS_PROPERTY,
             "sandbox_permissions": {
                 "type": "string",
-                "description": "Accepted for compatibility and ignored: commands run as the user, without a sandbox.",
+                "enum": ["use_default", "require_escalated"],
+                "description": (
+                    "use_default (the default) runs the command in the thread's sandbox; require_escalated asks a person to let "
+                    "this one command run outside it. Escalate only for a command that fails, or must fail, because of the sandbox."
+                ),
             },
-            "justification": {"type": "string", "description": "Accepted for compatibility and ignored."},
-            "prefix_rule": {"type": "array", "items": {"type": "string"}, "description": "Accepted for compatibility and ignored."},
+            "justification": {
+                "type": "string",
+                "description": "With require_escalated: the question the person approving is asked, saying why the command needs it.",
+            },
+            "prefix_rule": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": 'With require_escalated: a command prefix the person may approve for the rest of the thread, e.g. ["npm", "install"].',
+            },
         },
         "required": ["cmd"],
         "additionalProperties": False,
@@ -83,7 +94,6 @@ class ExecCommand(SessionTool):
             yield_s=exec_args.exec_yield_s(args, ctx.timeout_s),
             max_tokens=exec_args.max_output_tokens(args),
             command=command,
-            notes=tuple(_ignored_notes(args)),
             sandbox=ctx.sandbox,
         )
         report = await self.sessions_of(ctx).exec_command(request, turn_id=ctx.turn_id, emit=self.emitter(ctx))
@@ -114,9 +124,3 @@ def _resolve_shell(shell: str | None) -> str | None:
         raise ToolError(f"shell {shell!r} was not found or is not executable")
     return found
 
-
-def _ignored_notes(args: dict[str, Any]) -> list[str]:
-    given = [name for name in IGNORED_FIELDS if args.get(name) not in (None, "", [])]
-    if not given:
-        return []
-    return [f"{', '.join(given)} ignored: echsd runs commands as the user without a sandbox (nothing to escalate)"]

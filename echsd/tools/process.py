@@ -316,6 +316,18 @@ def use_group_registry(directory: Path, *, claim_cgroup: bool = False, env_polic
     return registry.kill_leftovers()
 
 
+def use_sandbox(runtime: SandboxRuntime) -> None:
+    """At daemon start: confine commands with ``runtime`` (its settings; probed by its ``start``)."""
+    table = tool_processes()
+    if table.sandbox is not runtime:
+        table.sandbox.forkserver.close_now()
+        table.sandbox = runtime
+
+
+def sandbox_runtime() -> SandboxRuntime:
+    return tool_processes().sandbox
+
+
 def containment_name() -> str:
     """``cgroup``, ``pidns`` or ``process-group``: for ``echs status``."""
     return tool_processes().containment.name

@@ -158,6 +158,17 @@ BB_PREFIX = Kind(
     f"string of at most {MAX_KEY_BYTES} bytes (may be empty)", lambda v: isinstance(v, str), lambda v: key_problem(v, empty=True)
 )
 JSON = Kind("any JSON value", lambda v: True)  # what JSON is (and how big) the blackboard checks
+MAX_ROOTS = 64
+PATHS = Kind(
+    f"list of at most {MAX_ROOTS} absolute paths",
+    lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v),
+    lambda v: f"a list of {len(v)} paths; the limit is {MAX_ROOTS}" if len(v) > MAX_ROOTS else next((p for p in map(_path_problem, v) if p), None),
+)
+RULES = Kind(
+    "list of command prefixes (each a list of words, or a string of words)",
+    lambda v: isinstance(v, (list, str)),
+    lambda v: f"a list of {len(v)} rules; the limit is 256" if isinstance(v, list) and len(v) > 256 else None,
+)
 TOOLS = Kind(
     f'list of at most {MAX_TOOLS} names, or a string like "+name,-name"',
     lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(i, str) for i in v)),
@@ -242,9 +253,14 @@ CONFIG_PARAMS: tuple[Param, ...] = (
     Param("instructions", INSTRUCTIONS, "system instructions; `{{cwd}}` is replaced by the cwd"),
     Param("tools", TOOLS, "tool names, or edits of the default set"),
     Param("writes", STRING, "what apply_patch may do to files (default allow)", choices=("allow", "dry-run", "deny")),
-    Param("approval", STRING, "which tool calls wait for approval (default never)", choices=("never", "on-write", "always")),
+    Param("approval", STRING, "which tool calls wait for approval (default never)", choices=("never", "on-request", "on-write", "always")),
     Param("steps", STEPS, "> 1: each input starts an autonomous run of up to this many turns (default 1)"),
     Param("chain", BOOL, "send previous_response_id and only the new items (the endpoint stores responses; default false)"),
     Param("mcp", TOOLS, "MCP servers (config.toml's `[mcp_servers.NAME]`) whose tools are offered, or edits `+name,-name` (default: every enabled one)"),
+    Param("sandbox", STRING, "what the thread's commands and file tools may write (default workspace-write)", choices=("read-only", "workspace-write", "full-access")),
+    Param("network", STRING, "whether its commands may use the network (default off, on under full-access)", choices=("on", "off")),
+    Param("writable_roots", PATHS, "also writable under workspace-write, besides the cwd and TMPDIR (default: the daemon's)"),
+    Param("approval_allow", RULES, "command prefixes run without asking, e.g. [[\"git\", \"status\"]] (besides config.toml's)"),
+    Param("approval_deny", RULES, "command prefixes refused without asking (besides config.toml's)"),
 )
 CONFIG_BY_NAME: dict[str, Param] = {param.name: param for param in CONFIG_PARAMS}

@@ -40,7 +40,7 @@ def test_the_first_steps_reach_a_working_echs() -> None:
     steps = README.split("### Your first thread", 1)[1].split("\n## ", 1)[0]
     assert "bin/echs" in steps and "PATH" in steps  # echs is not on PATH after make run
     assert "--state-dir" in steps and "ECHS_STATE_DIR" in steps  # echs must use the daemon's
-    assert "no sandbox" in steps  # exec_command runs what the model asks, as you
+    assert "sandboxed" in steps and "full-access" in steps  # what the model's commands may do, and how to lift it
     assert "## Troubleshooting" in README and "unix_socket = false" in README
 
 

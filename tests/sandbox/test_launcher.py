@@ -24,14 +24,6 @@ DOUBLE_FORK_WRITE = (
 )
 
 
-@pytest.fixture
-def dirs(tmp_path: Path) -> dict[str, Path]:
-    made = {name: tmp_path / name for name in ("cwd", "sibling")}
-    for path in made.values():
-        path.mkdir()
-    return made
-
-
 async def test_workspace_write_writes_inside_cwd_and_tmpdir(confined: Confined, dirs: dict[str, Path]) -> None:
     policy = confined.policy(dirs["cwd"])
     ran = await confined.run(policy, 'echo in > inside.txt && echo tmp > "$TMPDIR/t.txt" && cat inside.txt "$TMPDIR/t.txt" && echo $TMPDIR')
@@ -187,3 +179,11 @@ async def test_without_landlock_a_confined_policy_is_refused_unless_the_fallback
                 assert (dirs["sibling"] / fallback).exists()
         finally:
             await runtime.aclose()
+
+
+async def test_a_confined_command_runs_on_as_a_session_with_its_output_streamed(confined: Confined, dirs: dict[str, Path]) -> None:
+    """The spawn returns at the exec, not at the exit: output arrives while the command runs."""
+    ran = await confined.run(confined.policy(dirs["cwd"]), "echo ready; sleep 30", yield_time_ms=500)
+    assert ran.code is None and "Process running with session ID" in ran.report, ran.report
+    assert ran.output == "ready\n"
+    await confined.tool.sessions_of(None).close("test over")  # type: ignore[arg-type]

@@ -89,6 +89,8 @@ def test_another_repository_at_a_writable_roots_top_stays_read_only(tmp_path: Pa
 def test_hidden_paths_are_never_writable(tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.mkdir()
-    plan = layout(policy(tmp_path, hidden=(str(state),)))
+    (state / "echsd.sock").touch()
+    plan = layout(policy(tmp_path, hidden=(str(state / "echsd.sock"), str(state))))
+    assert plan.hidden == (str(state.resolve()),)  # what is beneath a hidden directory is hidden with it
     assert plan.may_write(str(tmp_path / "file"))
     assert not plan.may_write(str(state / "token"))

@@ -23,11 +23,14 @@ async def test_codex_shaped_call_and_report(daemon: Any, workdir: Any, mock_upst
     tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     async with Watch(daemon, tid) as watch:
         await daemon.ops.send(tid, mock_directive([{"calls": [{"name": "exec_command", "arguments": arguments}]}, {"text": "ok"}]))
+        asked = await watch.wait_type("approval.requested")  # require_escalated: a person says yes first
+        assert asked.data["summary"] == "outside the sandbox: echo from-the-tool; exit 4"
+        await daemon.ops.respond_approval(asked.data["request_id"], "approve")
         await watch.wait_type("turn.completed")
     completed = watch.of_type("tool.completed")[0].data
     assert completed["ok"] is False and completed["exit_code"] == 4 and completed["session_id"] is None
     assert "Process exited with code 4" in completed["output"] and "from-the-tool" in completed["output"]
-    assert "Note: sandbox_permissions, justification ignored" in completed["output"]
+    assert "Note:" not in completed["output"]
     sent_back = mock_upstream.requests[-1].body["input"][-1]
     assert sent_back["type"] == "function_call_output" and sent_back["output"] == completed["output"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Iterable
 
 from echsd.tools.apply_patch.commit import commit
 from echsd.tools.apply_patch.parser import parse_patch
@@ -21,13 +22,18 @@ class PatchOutcome:
         return dry_run_report(self.changes) if self.dry_run else summary(self.changes)
 
 
-def apply_patch(text: str, view: FileView, *, dry_run: bool = False) -> PatchOutcome:
+def apply_patch(
+    text: str, view: FileView, *, dry_run: bool = False, permit: Callable[[Iterable[str]], None] | None = None
+) -> PatchOutcome:
     """Apply ``text`` to ``view`` all-or-nothing; with ``dry_run`` write nothing at all.
 
     Raises ``PatchParseError`` or ``PatchApplyError`` (both ``PatchError``) with a message
-    for the model; in either case no file has changed.
+    for the model; in either case no file has changed. ``permit`` sees every path the patch
+    would change before anything is written, and may refuse by raising.
     """
     plan = plan_patch(parse_patch(text), view)
+    if permit is not None:
+        permit(plan.final)
     if not dry_run:
         commit(view, plan.final)
     return PatchOutcome(plan.changes, dry_run)

@@ -23,6 +23,7 @@ The server exits when the daemon closes the control socket or dies.
 
 from __future__ import annotations
 
+import array
 import fcntl
 import json
 import os
@@ -59,7 +60,7 @@ def serve(control: socket.socket) -> None:
         for key, _ in selector.select():
             if key.fileobj is control:
                 try:
-                    message, fds, _flags, _addr = socket.recv_fds(control, 64, FDS_PER_SPAWN, socket.MSG_CMSG_CLOEXEC)
+                    message, fds = _receive(control)
                 except ConnectionError:
                     message, fds = b"", []
                 if not message:
@@ -73,6 +74,17 @@ def serve(control: socket.socket) -> None:
                     except BlockingIOError:
                         break
         _reap(children)
+
+
+def _receive(control: socket.socket) -> tuple[bytes, list[int]]:
+    """One message and its descriptors, close-on-exec (``socket.recv_fds`` of Python 3.11
+    drops its flags, and an inherited error pipe would never report the exec)."""
+    fds = array.array("i")
+    message, ancillary, _flags, _address = control.recvmsg(64, socket.CMSG_LEN(FDS_PER_SPAWN * fds.itemsize), socket.MSG_CMSG_CLOEXEC)
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    return message, list(fds)
 
 
 def _spawn(message: bytes, fds: list[int], control: socket.socket, children: dict[int, socket.socket]) -> None:

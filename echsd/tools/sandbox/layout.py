@@ -89,7 +89,8 @@ def _git_dir_of(dot_git: str) -> str | None:
 
 
 def layout(policy: SandboxPolicy) -> Layout:
-    hidden = tuple(os.path.realpath(path) for path in policy.hidden if os.path.lexists(path))
+    found = sorted({os.path.realpath(path) for path in policy.hidden if os.path.lexists(path)})
+    hidden = tuple(path for path in found if not any(path != other and _beneath(path, other) for other in found))
     if policy.mode == READ_ONLY or not policy.confines_files:
         return Layout((), (), (), hidden, None)
     roots = [policy.cwd, *([policy.tmpdir] if policy.tmpdir else []), *policy.writable_roots]

@@ -20,10 +20,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
-READ_ONLY = "read-only"
-WORKSPACE_WRITE = "workspace-write"
-FULL_ACCESS = "full-access"
-MODES = (FULL_ACCESS, WORKSPACE_WRITE, READ_ONLY)  # loosest first, as the other policy scales
+from echsd.sandbox_modes import FULL_ACCESS, MODES, READ_ONLY, WORKSPACE_WRITE
+
+__all__ = ["FULL_ACCESS", "MODES", "READ_ONLY", "WORKSPACE_WRITE", "SandboxPolicy"]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ config and the daemon's own paths (hidden from commands) and temp root (each thr
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import tempfile
 from dataclasses import replace
@@ -64,9 +65,12 @@ class SandboxRuntime:
             mode=mode, network=network, cwd=cwd, writable_roots=tuple(writable_roots), tmpdir=os.path.join(self.tmp_root, thread_id), hidden=self.hidden
         )
 
-    def unavailable(self, policy: SandboxPolicy) -> list[str]:
-        """What of ``policy`` cannot be enforced here (once probed; empty before)."""
-        return self.support.missing(policy) if self.support is not None else []
+    def refusals(self, mode: str, network: bool) -> list[str]:
+        """Why a thread with this policy would be refused here (empty: it would run, also
+        when the fallback runs it unconfined)."""
+        if self.support is None or self.fallback == "unconfined":
+            return []
+        return self.support.missing(SandboxPolicy(mode, network, cwd="/"))
 
     async def admit(self, policy: SandboxPolicy) -> tuple[SandboxPolicy, list[str]]:
         """The policy to run a command with, and notes for its output; SandboxUnavailable
@@ -106,6 +110,11 @@ class SandboxRuntime:
         except OSError:
             pass
         raise OSError(f"the test command did not finish within {PROBE_TIMEOUT_S:g} s")
+
+    def remove_tmpdirs(self, thread_ids: Sequence[str]) -> None:
+        """Deleted threads' temp dirs go with them (blocking: run it off the event loop)."""
+        for thread_id in thread_ids:
+            shutil.rmtree(os.path.join(self.tmp_root, thread_id), ignore_errors=True)
 
     async def aclose(self) -> None:
         await self.forkserver.aclose()
