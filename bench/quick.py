@@ -19,6 +19,7 @@ with what is not ours) beside the 1-minute load average.
 | interrupt to ``turn.interrupted`` at the client, while streaming | a ``status`` round trip |
 | durable event rows/s through the store writer | apsw ``executemany`` of the same rows |
 | ``exec_command`` running ``true`` | ``bash -c true`` spawned bare |
+| ``exec_command`` running ``true`` in a workspace-write sandbox, network off | the same command unsandboxed |
 | ``echs status`` wall time | ``python -c pass`` |
 | restart to ready with 10,000 threads and 1M history items | the interpreter starting and importing the daemon |
 
@@ -153,9 +154,9 @@ async def interrupt_latencies(daemon: ServeProcess, count: int) -> list[float]:
     return times
 
 
-def exec_overhead() -> dict[str, Any]:
-    """``bench_exec`` in its own process (it makes that process a child subreaper)."""
-    code = f"import json, sys; from bench.bench_exec import main; sys.stdout.write(json.dumps(main(['--runs={EXEC_RUNS}'])))"
+def exec_overhead(module: str = "bench_exec") -> dict[str, Any]:
+    """``bench_exec`` (or ``bench_sandbox``) in its own process (it makes that process a child subreaper)."""
+    code = f"import json, sys; from bench.{module} import main; sys.stdout.write(json.dumps(main(['--runs={EXEC_RUNS}'])))"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True, timeout=120)
     return json.loads(out.stdout)
 
@@ -320,6 +321,9 @@ def _exec(got: Collected) -> None:
     mechanism = next((k[5:-7] for k in result if k.startswith("exec_") and k.endswith("_p50_ms")), None)
     if mechanism is not None:
         got.add(report.Figure("exec_true_ms_p50", f"exec_command true p50 ({mechanism} containment)", result[f"exec_{mechanism}_p50_ms"], "ms", "bash -c true spawned bare", result["bare_bash_true_p50_ms"], better="lower"))
+    sandboxed = exec_overhead("bench_sandbox")
+    if sandboxed.get("landlock_abi"):
+        got.add(report.Figure("exec_sandboxed_ms_p50", "exec_command true p50, workspace-write sandbox, network off (target: at most 2x)", sandboxed["workspace_write_net_off_p50_ms"], "ms", "the same, unsandboxed", sandboxed["unsandboxed_p50_ms"], better="lower"))
 
 
 async def run(paced: tuple[int, ...], restart: bool) -> dict[str, Any]:
