@@ -138,8 +138,8 @@ async def test_attach_shows_a_pending_approval_and_answers_it(state: Path, tmp_p
     calls = [[{"name": "exec_command", "arguments": {"cmd": f"touch {tmp_path / name}"}}] for name in ("said-yes", "said-no")]
     async with client_for(state) as client:
         await client.send(tid, mock_directive([{"calls": calls[0]}, {"calls": calls[1]}, {"text": "finished"}]))
-        screen = attach(terminals, state, tmp_path, tid, ready="approve exec_command? [y/n/a] ›")
-        assert "⚠ approve exec_command: touch" in screen.screen()
+        screen = attach(terminals, state, tmp_path, tid, ready="approve exec_command? [y/n/a] ›")  # from the pending list
+        await screen.await_for("⚠ approve exec_command: touch")  # and its event, replayed
         screen.type("y")
         screen.keys("Enter")
         await screen.await_for("approved: exec_command")
