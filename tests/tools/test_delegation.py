@@ -144,8 +144,10 @@ def escape(target: str, mount: Path, then: str = "true") -> tuple[str, str]:
     return f"{WHERE % mount}; {make}echo $$ > {place}/cgroup.procs && setsid -f sleep {m}; {then}", m
 
 
-async def run_turn(client: Any, cwd: Path, command: str, *, wait_for_end: bool = True) -> str:
-    thread = (await client.request("thread.create", {"cwd": str(cwd)}))["thread_id"]
+async def run_turn(client: Any, cwd: Path, command: str, *, wait_for_end: bool = True, sandbox: str = "full-access") -> str:
+    """A turn running ``command``; unsandboxed by default: what is tested here is the
+    containment (the sandbox would refuse the move to begin with, see the last test)."""
+    thread = (await client.request("thread.create", {"cwd": str(cwd), "sandbox": sandbox}))["thread_id"]
     call = {"name": "exec_command", "arguments": {"cmd": command, "yield_time_ms": 2000}}
     await client.request("thread.send", {"thread_id": thread, "text": mock_directive([{"calls": [call]}, {"text": "done"}])})
     if wait_for_end:
@@ -197,3 +199,19 @@ def test_the_daemon_lives_in_a_cgroup_of_its_own(delegated: DelegatedDaemon) -> 
     daemon_cgroup = Path(f"/proc/{delegated.process.pid}/cgroup").read_text()
     assert daemon_cgroup.rstrip().endswith("/daemon"), daemon_cgroup
     assert (delegated.tree / "cgroup.procs").read_text() == ""
+
+
+async def test_a_sandboxed_command_cannot_move_itself_at_all(delegated: DelegatedDaemon) -> None:
+    """Under workspace-write the cgroup files are outside the writable roots: Landlock
+    refuses the write, so the command never leaves its cgroup."""
+    from echsd.wire.client import connect
+
+    mount = cgroup2_mount()
+    assert mount is not None
+    command, m = escape("the delegated root", mount, then="sleep 300")
+    async with connect(state_dir=delegated.state) as client:
+        thread = await run_turn(client, delegated.work, command, sandbox="workspace-write")
+        history = await client.request("thread.history", {"thread_id": thread})
+    output = next(item["output"] for item in history if item["type"] == "function_call_output")
+    assert "Permission denied" in output and not alive([m])
+    assert delegated.stop() == 0

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 import trio
 
+import echsd
 from echsd.logs import get_logger
 from echsd.tools.sandbox.forkserver import LENGTH, SPAWN
 from echsd.tools.strays import daemon_helper
@@ -117,10 +118,11 @@ class ForkServer:
                 ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
                 try:
                     self._process = await trio.lowlevel.open_process(
-                        [sys.executable, "-m", "echsd.tools.sandbox.forkserver", str(theirs.fileno())],
+                        [_interpreter(), "-m", "echsd.tools.sandbox.forkserver", str(theirs.fileno())],
                         pass_fds=(theirs.fileno(),),
                         stdin=subprocess.DEVNULL,
                         start_new_session=True,
+                        env={**os.environ, "PYTHONPATH": _import_path()},
                     )
                 finally:
                     theirs.close()
@@ -146,6 +148,20 @@ class ForkServer:
         if self._control is not None:
             self._control.close()
             self._control = None
+
+
+def _interpreter() -> str:
+    """This very interpreter: its path, or /proc/self/exe where the path is not ours to walk
+    (a daemon run as another user than the one whose directory holds Python). The fork
+    server gets the daemon's ``sys.path``, so it imports what the daemon imports either way."""
+    return sys.executable if sys.executable and os.access(sys.executable, os.X_OK) else "/proc/self/exe"
+
+
+def _import_path() -> str:
+    """Where the daemon finds its modules: the directory holding ``echsd`` (an editable
+    install's finder is a path hook, not a directory) and every directory of ``sys.path``."""
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(echsd.__file__)))
+    return os.pathsep.join(dict.fromkeys([package_root, *(path for path in sys.path if os.path.isdir(path))]))
 
 
 class _ServerGone(Exception):
