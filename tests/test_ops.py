@@ -11,7 +11,7 @@ import echsd.router  # noqa: F401 -- registers the node handlers
 import echsd.threads.actor  # noqa: F401 -- registers the actor's handlers (and the core's decisions)
 from echsd.errors import BadRequest
 from echsd.ops import OP_CLASSES, WIRE_OPS
-from echsd.ops.base import AtNode, Op, OwnerOf, Where, from_forward
+from echsd.ops.base import EVERYWHERE, AtNode, Op, OwnerOf, Where, from_forward
 from echsd.ops.daemon import ListApprovals, RegisterTools
 from echsd.ops.threads import Create, Send
 from echsd.router.handlers import NODE
@@ -103,4 +103,4 @@ def test_routes_follow_the_value() -> None:
     assert Create(config={}).route() == AtNode(None)
     assert Create(config={}, parent=TID).route() == OwnerOf(TID)
     assert ListApprovals(thread_id=TID).route() == OwnerOf(TID)
-    assert ListApprovals().route() is not ListApprovals(thread_id=TID).route()
+    assert ListApprovals().route() is EVERYWHERE  # every node's, merged
