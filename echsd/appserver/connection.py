@@ -43,7 +43,7 @@ from echsd.appserver.outbox import DROPPABLE, Outbox
 from echsd.appserver.presence import PROBE_EVENTS, untouched
 from echsd.appserver.sending import send_frames
 from echsd.appserver.translate import ApprovalEnded, AskApproval, Notify, Out
-from echsd.errors import EchsError, NotFound
+from echsd.errors import EchsError, InvalidState, NotFound
 from echsd.logs import get_logger
 from echsd.ops.base import Op
 from echsd.ops.daemon import RespondApproval
@@ -58,6 +58,7 @@ _ids = itertools.count(1)
 
 Handler = Callable[["Connection", framing.Request], Awaitable[Any] | Any]
 APPROVE = ("accept", "acceptForSession", "acceptWithExecpolicyAmendment", "applyNetworkPolicyAmendment")
+FOR_THE_THREAD = ("acceptForSession", "acceptWithExecpolicyAmendment")  # echsd's "approve for this thread"
 
 
 class Answered:
@@ -97,6 +98,7 @@ class Connection:
         self.opted_out: frozenset[str] = frozenset()
         self.feeds: dict[str, ThreadFeed] = {}
         self.started: list[str] = []  # threads this connection created (thread/start)
+        self.policies_sent: dict[str, tuple[Any, Any]] = {}  # thread -> (approvalPolicy, sandboxPolicy) its last turn/start sent
         self.client_ids: dict[str, str] = {}  # input id -> the client's message id
         soft, hard = outbound_bytes(context.settings.tuning)
         self.outbox = Outbox(soft_bytes=soft, hard_bytes=hard)  # the native wire's budget
@@ -318,12 +320,18 @@ class Connection:
         name = next(iter(decision), None) if isinstance(decision, dict) else decision
         verdict = "approve" if name in APPROVE else "deny"
         if self._nursery is not None:
-            self._nursery.start_soon(self._settle, asked, verdict, name == "cancel")
+            self._nursery.start_soon(self._settle, asked, verdict, name == "cancel", name in FOR_THE_THREAD)
 
-    async def _settle(self, asked: _Asked, verdict: str, cancel: bool) -> None:
-        """Answer the approval wherever it waits; ``cancel`` also interrupts the turn."""
+    async def _settle(self, asked: _Asked, verdict: str, cancel: bool, always: bool = False) -> None:
+        """Answer the approval wherever it waits; ``cancel`` also interrupts the turn;
+        ``always`` approves for the thread (once only, for a call no rule can name)."""
         try:
-            await self.run_op(RespondApproval(request_id=asked.approval_id, decision=verdict))
+            try:
+                await self.run_op(RespondApproval(request_id=asked.approval_id, decision=verdict, always=always or None))
+            except InvalidState:
+                if not always:
+                    raise
+                await self.run_op(RespondApproval(request_id=asked.approval_id, decision=verdict))
         except NotFound:
             pass  # answered elsewhere, timed out or cancelled meanwhile: nothing to do
         except EchsError as exc:

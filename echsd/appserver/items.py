@@ -179,6 +179,11 @@ def approval_request(
     else:
         command, script, where = summary, summary, cwd
     params = {**base, "command": command, "cwd": where, "commandActions": [{"type": "unknown", "command": script}]}
+    arguments = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
+    if str(data.get("summary") or "").startswith("outside the sandbox: "):  # an escalation
+        params["reason"] = str(arguments.get("justification") or "run this command outside the sandbox")
+    if isinstance(data.get("rule"), list):
+        params["proposedExecpolicyAmendment"] = [str(word) for word in data["rule"]]
     return "item/commandExecution/requestApproval", params
 
 

@@ -57,7 +57,7 @@ async def rate_limits_read(conn: Connection, request: Request) -> dict[str, Any]
 
 def config_read(conn: Connection, request: Request) -> dict[str, Any]:
     settings = conn.settings
-    return shapes.config(settings.catalog, settings.model, settings.provider, bool(request.params.get("includeLayers")))
+    return shapes.config(settings.catalog, settings.model, settings.provider, bool(request.params.get("includeLayers")), settings.sandbox_mode)
 
 
 def config_requirements_read(conn: Connection, request: Request) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """echsd objects in the app-server protocol's shapes (sans-IO): threads, sessions, models,
 config.
 
-What the protocol asks that echsd has no notion of gets the honest answer: no sandbox
-(``dangerFullAccess``: tools run as the daemon's user), approvals as the thread's
-``approval`` setting says (``never``, or ``untrusted``: calls wait for a client's yes).
+A thread's sandbox and approval policy are reported as they are (``sandbox_policy``,
+``approval_policy``), and the client's choices map onto echsd's settings
+(``echsd_sandbox``, ``echsd_approval``): Codex's ``danger-full-access`` is echsd's
+``full-access``, ``untrusted`` its ``on-write``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from echsd.appserver.ids import thread_uuid
 from echsd.appserver.turns import status_object
 from echsd.codex.catalog import ModelCatalog, ModelInfo
 
-NO_SANDBOX = {"type": "dangerFullAccess"}
+CODEX_MODES = {"read-only": "read-only", "workspace-write": "workspace-write", "danger-full-access": "full-access"}
 PLAN_TYPES = frozenset({"free", "go", "plus", "pro", "team", "business", "enterprise", "edu", "unknown"})  # the ChatGPT plans both know
 EFFORT_TEXT = {
     "none": "No reasoning: fastest answers",
@@ -29,14 +30,50 @@ EFFORT_TEXT = {
 
 def approval_policy(approval: str) -> str:
     """echsd's ``approval`` setting -> ``AskForApproval``."""
-    return "never" if approval == "never" else "untrusted"
+    return {"never": "never", "on-request": "on-request"}.get(approval, "untrusted")
 
 
 def echsd_approval(policy: Any) -> str | None:
-    """``AskForApproval`` -> echsd's ``approval`` (None: leave the thread's as it is)."""
+    """``AskForApproval`` -> echsd's ``approval`` (None: leave the thread's as it is). The
+    granular form asks for escalations and what the rules do not allow: ``on-request``."""
     if policy is None:
         return None
-    return "never" if policy == "never" else "on-write"
+    if isinstance(policy, dict):
+        return "on-request"
+    return {"never": "never", "on-request": "on-request", "on-failure": "on-request", "untrusted": "on-write"}.get(str(policy), "on-write")
+
+
+def sandbox_policy(config: Mapping[str, Any]) -> dict[str, Any]:
+    """echsd's ``sandbox``, ``network`` and ``writable_roots`` -> ``SandboxPolicy``."""
+    mode, network = config.get("sandbox", "workspace-write"), config.get("network") == "on"
+    if mode == "full-access":
+        return {"type": "dangerFullAccess"} if network else {"type": "externalSandbox", "networkAccess": "restricted"}
+    if mode == "read-only":
+        return {"type": "readOnly", "networkAccess": network}
+    roots = [str(root) for root in config.get("writable_roots") or []]
+    return {"type": "workspaceWrite", "writableRoots": roots, "networkAccess": network, "excludeTmpdirEnvVar": False, "excludeSlashTmp": True}
+
+
+def echsd_sandbox(policy: Any) -> dict[str, Any] | None:
+    """``SandboxMode`` (``thread/start``'s ``sandbox``) or ``SandboxPolicy`` -> echsd's config
+    keys (None: not given). ValueError for a value neither knows."""
+    if policy is None:
+        return None
+    if isinstance(policy, str):
+        if policy not in CODEX_MODES:
+            raise ValueError(f"sandbox must be one of {', '.join(CODEX_MODES)} (got {policy!r})")
+        return {"sandbox": CODEX_MODES[policy]}
+    kind = policy.get("type") if isinstance(policy, dict) else None
+    if kind == "dangerFullAccess":
+        return {"sandbox": "full-access", "network": "on"}
+    if kind == "externalSandbox":
+        return {"sandbox": "full-access", "network": "on" if policy.get("networkAccess") == "enabled" else "off"}
+    if kind in ("readOnly", "workspaceWrite"):
+        keys = {"sandbox": "read-only" if kind == "readOnly" else "workspace-write", "network": "on" if policy.get("networkAccess") else "off"}
+        if kind == "workspaceWrite" and policy.get("writableRoots"):
+            keys["writable_roots"] = [str(root) for root in policy["writableRoots"]]
+        return keys
+    raise ValueError(f"sandboxPolicy type must be dangerFullAccess, readOnly, workspaceWrite or externalSandbox (got {kind!r})")
 
 
 def thread_object(
@@ -90,7 +127,7 @@ def session(thread: dict[str, Any], echsd_thread: Mapping[str, Any], provider: s
         "cwd": config.get("cwd", ""),
         "approvalPolicy": approval_policy(str(config.get("approval", "never"))),
         "approvalsReviewer": "user",
-        "sandbox": NO_SANDBOX,
+        "sandbox": sandbox_policy(config),
         "reasoningEffort": config.get("reasoning"),
     }
 
@@ -123,7 +160,7 @@ def _model(info: ModelInfo, catalog: ModelCatalog, is_default: bool) -> dict[str
     }
 
 
-def config(catalog: ModelCatalog, default_model: str, provider: str, include_layers: bool) -> dict[str, Any]:
+def config(catalog: ModelCatalog, default_model: str, provider: str, include_layers: bool, sandbox_mode: str = "workspace-write") -> dict[str, Any]:
     """``config/read``: the daemon's defaults for new threads, in Codex's config keys."""
     info = catalog.get(default_model)
     values = {
@@ -132,7 +169,7 @@ def config(catalog: ModelCatalog, default_model: str, provider: str, include_lay
         "model_reasoning_effort": catalog.default_effort(default_model),
         "model_context_window": info.context_window,
         "approval_policy": "never",
-        "sandbox_mode": "danger-full-access",
+        "sandbox_mode": next(codex for codex, ours in CODEX_MODES.items() if ours == sandbox_mode),
     }
     return {"config": values, "origins": {}, "layers": [] if include_layers else None}
 

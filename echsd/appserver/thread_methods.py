@@ -64,6 +64,10 @@ async def thread_start(conn: Connection, request: Request) -> Reply:
     approval = shapes.echsd_approval(params.get("approvalPolicy"))
     if approval is not None:
         create["approval"] = approval
+    try:
+        create.update(shapes.echsd_sandbox(params.get("sandboxPolicy") or params.get("sandbox")) or {})
+    except ValueError as exc:
+        raise RpcError(INVALID_PARAMS, str(exc)) from None
     created = await conn.run_op(Create(config=create))  # the native wire's checks and limits apply
     thread_id = created["thread_id"]
     conn.started.append(thread_id)

@@ -15,6 +15,7 @@ from typing import Any
 import trio
 
 from echsd.appserver.connection import ANSWERED, Answered, Connection
+from echsd.appserver import shapes
 from echsd.appserver.feed import ThreadFeed
 from echsd.appserver.framing import INVALID_PARAMS, INVALID_REQUEST, Request, RpcError
 from echsd.appserver.thread_methods import thread_param
@@ -103,13 +104,27 @@ async def _send(conn: Connection, request: Request, feed: ThreadFeed, thread_id:
 
 
 async def _reconfigure(conn: Connection, thread_id: str, params: dict[str, Any]) -> None:
-    """A model or effort chosen in the client (``/model``) becomes the thread's."""
+    """A model or effort chosen in the client (``/model``) becomes the thread's, and so does
+    an approval or sandbox policy the client *changes* (``/approvals``): the TUI sends its
+    policies with every turn, so the first it sends is only noted, and a later different one
+    is the user's choice. Never a policy the client merely repeats over the thread's own."""
     config = (await conn.run_op(Get(thread_id=thread_id)))["config"]
-    changes = {}
+    changes: dict[str, Any] = {}
     if isinstance(params.get("model"), str) and params["model"] and params["model"] != config.get("model"):
         changes["model"] = params["model"]
     if isinstance(params.get("effort"), str) and params["effort"] != config.get("reasoning"):
         changes["reasoning"] = params["effort"]
+    sent = (params.get("approvalPolicy"), params.get("sandboxPolicy"))
+    before = conn.policies_sent.get(thread_id)
+    conn.policies_sent[thread_id] = sent
+    if before is not None:
+        try:
+            if sent[0] is not None and sent[0] != before[0]:
+                changes["approval"] = shapes.echsd_approval(sent[0])
+            if sent[1] is not None and sent[1] != before[1]:
+                changes.update(shapes.echsd_sandbox(sent[1]) or {})
+        except ValueError as exc:
+            raise RpcError(INVALID_PARAMS, str(exc)) from None
     if changes:
         await conn.run_op(Configure(thread_id=thread_id, config=changes))
 
