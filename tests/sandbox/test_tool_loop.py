@@ -127,7 +127,7 @@ def test_apply_patch_outside_the_roots_is_refused_and_changes_nothing(serve: Ser
             shell(f"apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: {sibling / 'new.txt'}\n+x\n*** End Patch\nEOF"),
         ],
     )
-    assert "workspace-write sandbox" in refused and str(sibling / "kept.txt") in refused and "No file was changed" in refused
+    assert "sandbox (workspace-write: only" in refused and str(sibling / "kept.txt") in refused and "No file was changed" in refused
     assert (sibling / "kept.txt").read_text() == "original\n" and not (cwd / "inside.txt").exists()
     assert "ok.txt" in applied and (cwd / "ok.txt").read_text() == "fine\n"
     assert "No file was changed" in via_shell and not (sibling / "new.txt").exists()

@@ -103,7 +103,7 @@ def _sandbox_permit(policy: SandboxPolicy) -> Callable[[Iterable[str]], None]:
         if refused:
             shown = ", ".join(refused[:5]) + (f" and {len(refused) - 5} more" if len(refused) > 5 else "")
             raise ToolError(
-                f"the thread's {policy.describe()}; this patch would change {shown}, outside that. "
+                f"the thread's sandbox ({policy.describe()}) does not let this patch change {shown}. "
                 "No file was changed. Change files inside the writable roots only, or ask the user to "
                 "widen the thread's sandbox (echs config ID sandbox=... or writable_roots=...)."
             )

@@ -28,7 +28,7 @@ def denial_note(policy: SandboxPolicy | None, exit_code: int | None, output: str
     if not any(word in output for word in words):
         return None
     return (
-        f"this command ran in the thread's {policy.describe()}, and the error above may come from it. "
+        f"this command ran in the thread's sandbox ({policy.describe()}); the error above may come from it. "
         'If the command needs more, call exec_command again with sandbox_permissions: "require_escalated" and a '
         "justification: a person will be asked to approve running it outside the sandbox."
     )

@@ -47,11 +47,11 @@ class SandboxPolicy:
         """One line for the model and for people: the mode, what is writable, the network."""
         network = "network on" if self.network else "network off"
         if self.mode == FULL_ACCESS:
-            return f"full-access sandbox ({network})"
+            return f"full-access, {network}"
         if self.mode == READ_ONLY:
-            return f"read-only sandbox: nothing may be written; {network}"
+            return f"read-only: nothing may be written; {network}"
         roots = ["the thread's cwd", "$TMPDIR", *self.writable_roots]
-        return f"workspace-write sandbox: writable are {', '.join(roots)}; {network}"
+        return f"workspace-write: only {', '.join(roots)} may be written; {network}"
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
