@@ -1,5 +1,11 @@
 """What the read-only file tools share: argument coercion, path resolution, safe opening,
-and running blocking file work off the event loop within a time budget.
+the sandbox's hidden paths, and running blocking file work off the event loop within a time
+budget.
+
+A confined thread's commands cannot see the daemon's own paths (its state directory with
+the token, its sockets, the login it uses: ``SandboxPolicy.hidden``), so its file tools do
+not read them either: ``hidden_roots`` resolves them, ``refuse_hidden`` judges an opened
+file by what it really is (``/proc/self/fd``: no symlink can point past the check).
 
 File systems block (slow disks, network mounts, huge trees), so every tool runs its IO in
 a worker thread. A thread cannot be killed: the work checks a ``Budget`` as it goes and
@@ -19,6 +25,8 @@ from typing import Any, Callable, TypeVar
 import trio
 
 from echsd.tools.base import ToolError
+from echsd.tools.sandbox.layout import beneath
+from echsd.tools.sandbox.policy import SandboxPolicy
 
 T = TypeVar("T")
 
@@ -41,6 +49,32 @@ def resolve(cwd: Path, raw: str) -> Path:
         raise ToolError("path contains a NUL character")
     path = Path(raw).expanduser()
     return path if path.is_absolute() else cwd / path
+
+
+def hidden_paths(policy: SandboxPolicy | None) -> tuple[str, ...]:
+    """The paths a thread's sandbox hides from its commands (none when nothing confines them)."""
+    return policy.hidden if policy is not None and policy.confined else ()
+
+
+def hidden_roots(hidden: tuple[str, ...]) -> tuple[str, ...]:
+    """``hidden`` as real paths (blocking: call it in the worker thread)."""
+    return tuple(os.path.realpath(path) for path in hidden)
+
+
+def is_hidden(real: str, roots: tuple[str, ...]) -> bool:
+    return any(beneath(real, root) for root in roots)
+
+
+def refuse_hidden(shown: Path | str, roots: tuple[str, ...], *, fd: int | None = None, what: str = "read") -> None:
+    """ToolError if ``shown`` (or the file open as ``fd``) is one of the daemon's hidden paths."""
+    if not roots:
+        return
+    real = os.readlink(f"/proc/self/fd/{fd}") if fd is not None else os.path.realpath(shown)
+    if is_hidden(real, roots):
+        raise ToolError(
+            f"cannot {what} `{shown}`: it is the daemon's own (its state, sockets or login), which the thread's "
+            "sandbox hides from its commands and file tools alike"
+        )
 
 
 def os_error_text(exc: OSError) -> str:

@@ -24,7 +24,7 @@ import trio
 
 from echsd.tools import strays
 from echsd.tools.base import ToolContext, ToolError, ToolResult, ToolSpec
-from echsd.tools.fsaccess import Budget, off_loop, os_error_text, resolve, whole_number
+from echsd.tools.fsaccess import Budget, hidden_paths, hidden_roots, is_hidden, off_loop, os_error_text, refuse_hidden, resolve, whole_number
 from echsd.tools.grep_walk import walk_matches
 from echsd.tools.ignore_rules import GlobError, IncludeGlobs
 from echsd.tools.process import command_env
@@ -73,25 +73,28 @@ class GrepFiles:
         search_path = os.path.normpath(resolve(ctx.cwd, args.get("path") or "."))
         include = (args.get("include") or "").strip() or None
         timeout_s = min(ctx.timeout_s, SEARCH_TIMEOUT_S)
-        await off_loop(lambda _: _check_paths(search_path, ctx.cwd), timeout_s, "grep_files")
+        hidden = hidden_paths(ctx.sandbox)
+        await off_loop(lambda _: _check_paths(search_path, ctx.cwd, hidden), timeout_s, "grep_files")
         rg = shutil.which("rg")
         if rg is not None:
             found = await ripgrep(rg, pattern, include, search_path, ctx.cwd, timeout_s)
         else:
             found = await off_loop(lambda budget: python_search(pattern, include, search_path, ctx.cwd, budget), timeout_s, "grep_files")
-        ordered = await off_loop(lambda budget: newest_first(found, budget), timeout_s, "grep_files")
+        ordered = await off_loop(lambda budget: newest_first(found, budget, hidden), timeout_s, "grep_files")
         searcher = "rg" if rg is not None else "python"
         if not ordered:
             return ToolResult(NO_MATCHES, ok=False, meta={"searcher": searcher})
         return ToolResult("\n".join(ordered[: min(limit, MAX_LIMIT)]), meta={"searcher": searcher})
 
 
-def _check_paths(path: str, cwd: Path) -> None:
-    """The search path must exist, and the cwd too: ripgrep runs there and globs are relative to it."""
+def _check_paths(path: str, cwd: Path, hidden: tuple[str, ...] = ()) -> None:
+    """The search path must exist, and the cwd too: ripgrep runs there and globs are relative
+    to it. Not one the thread's sandbox ``hidden``."""
     try:
         os.stat(path)
     except OSError as exc:
         raise ToolError(f"unable to access `{path}`: {os_error_text(exc)}") from None
+    refuse_hidden(path, hidden_roots(hidden), what="search")
     if not os.path.isdir(cwd):
         raise ToolError(f"the working directory `{cwd}` is not an existing directory")
 
@@ -184,12 +187,16 @@ def python_search(pattern: str, include: str | None, search_path: str, cwd: Path
     return found
 
 
-def newest_first(paths: list[str], budget: Budget) -> list[str]:
-    """``paths`` by modification time, newest first, ties by path; vanished ones dropped."""
+def newest_first(paths: list[str], budget: Budget, hidden: tuple[str, ...] = ()) -> list[str]:
+    """``paths`` by modification time, newest first, ties by path; vanished ones dropped, and
+    those the thread's sandbox ``hidden`` (a match there must not even be told)."""
+    roots = hidden_roots(hidden)
     stamped = []
     for index, path in enumerate(paths):
         if index % 1024 == 0:
             budget.check()
+        if roots and is_hidden(os.path.realpath(path), roots):
+            continue
         try:
             stamped.append((-os.stat(path).st_mtime_ns, path))
         except OSError:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from echsd.tools.base import ToolContext, ToolError, ToolResult, ToolSpec
-from echsd.tools.fsaccess import Budget, lossy_prefix, off_loop, os_error_text, resolve, whole_number
+from echsd.tools.fsaccess import Budget, hidden_paths, hidden_roots, is_hidden, lossy_prefix, off_loop, os_error_text, refuse_hidden, resolve, whole_number
 
 DEFAULT_LIMIT = 25
 DEFAULT_DEPTH = 2
@@ -72,19 +72,24 @@ class ListDir:
             raise ToolError("dir_path must not be empty")
         path = resolve(ctx.cwd, args["dir_path"])
         timeout_s = min(ctx.timeout_s, WALK_TIMEOUT_S)
-        lines = await off_loop(lambda budget: list_entries(path, offset, limit, depth, budget), timeout_s, "list_dir")
+        hidden = hidden_paths(ctx.sandbox)
+        lines = await off_loop(lambda budget: list_entries(path, offset, limit, depth, budget, hidden), timeout_s, "list_dir")
         return ToolResult("\n".join([f"Absolute path: {path}", *lines]))
 
 
-def list_entries(path: Path, offset: int, limit: int, depth: int, budget: Budget) -> list[str]:
-    """The formatted page of entries (runs in a worker thread)."""
+def list_entries(path: Path, offset: int, limit: int, depth: int, budget: Budget, hidden: tuple[str, ...] = ()) -> list[str]:
+    """The formatted page of entries (runs in a worker thread). A directory the thread's
+    sandbox ``hidden`` is refused, and shown empty where the walk meets it (as its commands
+    see it)."""
     try:
         with os.scandir(path):
             pass
     except OSError as exc:
         raise ToolError(f"failed to read directory: {os_error_text(exc)}") from None
+    roots = hidden_roots(hidden)
+    refuse_hidden(path, roots, what="list")
     counter = [0]
-    first = heapq.nsmallest(offset - 1 + limit, _walk(path, depth, budget, counter), key=lambda entry: entry.key)
+    first = heapq.nsmallest(offset - 1 + limit, _walk(path, depth, budget, counter, roots), key=lambda entry: entry.key)
     total = counter[0]
     if total == 0:
         return []
@@ -97,11 +102,14 @@ def list_entries(path: Path, offset: int, limit: int, depth: int, budget: Budget
     return lines
 
 
-def _walk(root: Path, depth: int, budget: Budget, counter: list[int]) -> Iterator[Entry]:
-    """Every entry within ``depth`` levels, breadth first; unreadable subdirectories are leaves."""
+def _walk(root: Path, depth: int, budget: Budget, counter: list[int], hidden: tuple[str, ...] = ()) -> Iterator[Entry]:
+    """Every entry within ``depth`` levels, breadth first; unreadable and ``hidden``
+    subdirectories are leaves."""
     queue: deque[tuple[str, str, int]] = deque([(str(root), "", depth)])
     while queue:
         directory, prefix, remaining = queue.popleft()
+        if hidden and prefix and is_hidden(os.path.realpath(directory), hidden):
+            continue
         level = prefix.count("/") + 1 if prefix else 0
         try:
             with os.scandir(directory) as listing:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from echsd.tools.base import ToolContext, ToolError, ToolResult, ToolSpec
-from echsd.tools.fsaccess import Budget, lossy_prefix, off_loop, open_regular, os_error_text, resolve, whole_number
+from echsd.tools.fsaccess import Budget, hidden_paths, hidden_roots, lossy_prefix, off_loop, open_regular, os_error_text, refuse_hidden, resolve, whole_number
 from echsd.tools.indent_block import LineInfo, block_range, is_comment, measure_indent
 
 DEFAULT_LIMIT = 2000
@@ -88,7 +88,8 @@ class ReadFile:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         request = parse_request(args, ctx.cwd)
-        lines = await off_loop(lambda budget: read_lines(request, budget), ctx.timeout_s, "read_file")
+        hidden = hidden_paths(ctx.sandbox)
+        lines = await off_loop(lambda budget: read_lines(request, budget, hidden), ctx.timeout_s, "read_file")
         return ToolResult("\n".join(lines))
 
 
@@ -128,13 +129,15 @@ def _parse_indentation(raw: dict[str, Any], offset: int, limit: int) -> Indentat
     return Indentation(anchor_line, whole_number(raw, "max_levels", 0), flags["include_siblings"], flags["include_header"], max_lines)
 
 
-def read_lines(request: ReadRequest, budget: Budget) -> list[str]:
-    """The numbered lines the request asks for (runs in a worker thread)."""
+def read_lines(request: ReadRequest, budget: Budget, hidden: tuple[str, ...] = ()) -> list[str]:
+    """The numbered lines the request asks for (runs in a worker thread); none of a path
+    the thread's sandbox ``hidden``."""
     try:
         fd = open_regular(request.path)
     except OSError as exc:
         raise ToolError(f"failed to read file: {os_error_text(exc)}") from None
     with os.fdopen(fd, "rb", buffering=1 << 16) as handle:
+        refuse_hidden(request.path, hidden_roots(hidden), fd=fd)
         try:
             _refuse_binary(fd)
             if request.indentation is None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from echsd.tools.base import ToolContext, ToolError, ToolResult, ToolSpec
-from echsd.tools.fsaccess import Budget, off_loop, open_regular, os_error_text, resolve
+from echsd.tools.fsaccess import Budget, hidden_paths, hidden_roots, off_loop, open_regular, os_error_text, refuse_hidden, resolve
 from echsd.tools.prompt_image import MAX_FILE_BYTES, ImageError, PromptImage, prepare
 
 SPEC = ToolSpec(
@@ -39,13 +39,15 @@ class ViewImage:
         if not args["path"]:
             raise ToolError("path must not be empty")
         path = resolve(ctx.cwd, args["path"])
-        image = await off_loop(lambda budget: load_image(path, budget), ctx.timeout_s, "view_image")
+        hidden = hidden_paths(ctx.sandbox)
+        image = await off_loop(lambda budget: load_image(path, budget, hidden), ctx.timeout_s, "view_image")
         meta = {"path": str(path), "mime": image.mime, "width": image.width, "height": image.height, "bytes": len(image.data)}
         return ToolResult([{"type": "input_image", "image_url": image.data_url()}], meta={"image": meta})
 
 
-def load_image(path: Path, budget: Budget) -> PromptImage:
-    """Read and prepare the image at ``path`` (runs in a worker thread)."""
+def load_image(path: Path, budget: Budget, hidden: tuple[str, ...] = ()) -> PromptImage:
+    """Read and prepare the image at ``path`` (runs in a worker thread), unless the
+    thread's sandbox ``hidden`` it."""
     try:
         fd = open_regular(path)
     except OSError as exc:
@@ -54,6 +56,7 @@ def load_image(path: Path, budget: Budget) -> PromptImage:
         verb = "locate" if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP) else "read"
         raise ToolError(f"unable to {verb} image at `{path}`: {os_error_text(exc)}") from None
     with os.fdopen(fd, "rb") as handle:
+        refuse_hidden(path, hidden_roots(hidden), fd=fd)
         try:
             data = handle.read(MAX_FILE_BYTES + 1)
         except OSError as exc:

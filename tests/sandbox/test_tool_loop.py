@@ -131,3 +131,32 @@ def test_apply_patch_outside_the_roots_is_refused_and_changes_nothing(serve: Ser
     assert (sibling / "kept.txt").read_text() == "original\n" and not (cwd / "inside.txt").exists()
     assert "ok.txt" in applied and (cwd / "ok.txt").read_text() == "fine\n"
     assert "No file was changed" in via_shell and not (sibling / "new.txt").exists()
+
+
+def test_the_file_tools_read_nothing_the_sandbox_hides(serve: Serve, dirs: dict[str, Path]) -> None:
+    """The daemon's state directory (with its token) is hidden from a confined thread's
+    commands, and its file tools honour the same policy: no read, listing or search reaches
+    it, not through a symlink either; a full-access thread reads it as its commands could."""
+    cwd, state = dirs["cwd"], serve.state_dir
+    token = (state / "token").read_text().strip()
+    (cwd / "link").symlink_to(state / "token")
+    (cwd / "statelink").symlink_to(state)
+    reads = [
+        shell(f"cat {state / 'token'}"),
+        {"name": "read_file", "arguments": {"file_path": str(state / "token")}},
+        {"name": "read_file", "arguments": {"file_path": "link"}},
+        {"name": "view_image", "arguments": {"path": str(state / "token")}},
+        {"name": "list_dir", "arguments": {"dir_path": str(state)}},
+        {"name": "list_dir", "arguments": {"dir_path": "statelink"}},
+        {"name": "grep_files", "arguments": {"pattern": token[:12], "path": str(state)}},
+        {"name": "grep_files", "arguments": {"pattern": token[:12], "path": str(state.parent)}},
+    ]
+    confined = run_calls(serve, thread(serve, cwd), reads)
+    assert all(token not in output for output in confined), confined
+    command, *tools = confined
+    assert "Process exited with code 0" not in command and "No such file" in command, command
+    for output in tools[:6]:
+        assert "the daemon's own" in output and "sandbox hides" in output, output
+    assert tools[6] == "No matches found.", tools[6]
+    unconfined = run_calls(serve, thread(serve, cwd, "--sandbox", "full-access"), [reads[1], reads[6]])
+    assert token in unconfined[0] and str(state / "token") in unconfined[1], unconfined

@@ -42,12 +42,13 @@ class Layout:
         """Whether the sandbox lets a file at ``path`` be created or changed (``path`` is
         resolved: symlinks followed where they exist)."""
         real = os.path.realpath(path)
-        if any(_beneath(real, root) for root in (*self.hidden, *self.readonly)):
+        if any(beneath(real, root) for root in (*self.hidden, *self.readonly)):
             return False
-        return any(_beneath(real, root) for root in self.writable)
+        return any(beneath(real, root) for root in self.writable)
 
 
-def _beneath(path: str, root: str) -> bool:
+def beneath(path: str, root: str) -> bool:
+    """Whether ``path`` is ``root`` or lies under it (both real paths)."""
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
@@ -90,7 +91,7 @@ def _git_dir_of(dot_git: str) -> str | None:
 
 def layout(policy: SandboxPolicy) -> Layout:
     found = sorted({os.path.realpath(path) for path in policy.hidden if os.path.lexists(path)})
-    hidden = tuple(path for path in found if not any(path != other and _beneath(path, other) for other in found))
+    hidden = tuple(path for path in found if not any(path != other and beneath(path, other) for other in found))
     if policy.mode == READ_ONLY or not policy.confines_files:
         return Layout((), (), (), hidden, None)
     roots = [policy.cwd, *([policy.tmpdir] if policy.tmpdir else []), *policy.writable_roots]
