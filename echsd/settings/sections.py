@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from echsd.agent_types import AgentTypeError, load_agent_types
-from echsd.settings import sandbox
 from echsd.settings.approval import approval_settings_from
 from echsd.settings.errors import SettingsError
+from echsd.settings.sandbox import disable_from, fallback_from, mode_from, network_from, writable_roots_from
 from echsd.settings.tuning import tuning_from
 from echsd.tools.envpolicy import env_policy_from
 
@@ -69,11 +69,11 @@ SECTIONS: tuple[Section, ...] = (
     Section("agent_types", "agent_types", agent_types_from),
     Section("mcp_servers", "mcp_servers", mcp_servers_from),
     Section("tools", "env_policy", tools_from),
-    Section("sandbox", "sandbox_mode", sandbox.mode_from),
-    Section("network", "sandbox_network", sandbox.network_from),
-    Section("writable_roots", "writable_roots", sandbox.writable_roots_from),
-    Section("sandbox_fallback", "sandbox_fallback", sandbox.fallback_from),
-    Section("sandbox_disable", "sandbox_disable", sandbox.disable_from),
+    Section("sandbox", "sandbox_mode", mode_from),
+    Section("network", "sandbox_network", network_from),
+    Section("writable_roots", "writable_roots", writable_roots_from),
+    Section("sandbox_fallback", "sandbox_fallback", fallback_from),
+    Section("sandbox_disable", "sandbox_disable", disable_from),
     Section("approval", "approval", approval_settings_from),
 )
 
