@@ -1,4 +1,4 @@
-"""The shape the thread runtime must keep: one owner of thread state, no import cycles."""
+"""The shape the thread runtime must keep: one owner of thread state (import cycles: tests/test_import_cycles.py)."""
 
 from __future__ import annotations
 
@@ -52,50 +52,3 @@ def test_the_check_sees_a_write() -> None:
         "2: x.history.append(2)",
         "3: y.usage['k'] += 1",
     ]
-
-
-def _imports(path: Path) -> set[str]:
-    """Modules of ``echsd.threads`` that ``path`` imports, ``TYPE_CHECKING`` blocks included."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        names: list[str] = []
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-        elif isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        found.update(name for name in names if name.startswith("echsd.threads.") and (THREADS / f"{name.split('.')[2]}.py").exists())
-    return {name.split(".")[2] for name in found}
-
-
-def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    visiting: list[str] = []
-    done: set[str] = set()
-
-    def visit(node: str) -> list[str] | None:
-        if node in visiting:
-            return visiting[visiting.index(node) :] + [node]
-        if node in done:
-            return None
-        visiting.append(node)
-        for target in sorted(graph.get(node, ())):
-            cycle = visit(target)
-            if cycle:
-                return cycle
-        visiting.pop()
-        done.add(node)
-        return None
-
-    for start in sorted(graph):
-        cycle = visit(start)
-        if cycle:
-            return cycle
-    return None
-
-
-def test_no_import_cycle_in_the_thread_runtime() -> None:
-    graph = {path.stem: _imports(path) - {path.stem} for path in THREADS.glob("*.py") if path.stem != "__init__"}
-    assert _cycle(graph) is None, f"import cycle: {' -> '.join(_cycle(graph) or [])}"
-
-
-def test_the_cycle_check_sees_a_cycle() -> None:
-    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
