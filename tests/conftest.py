@@ -45,6 +45,23 @@ def _subreaper() -> None:
     become_subreaper()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Commands the model runs start a login shell (exec_command's default, as Codex's), which
+    reads the profile in $HOME: the suite's commands read an empty home, not the profile of
+    whoever runs it (a pyenv or nvm set-up there can cost a second or a minute per command)."""
+    home = tmp_path_factory.mktemp("home")
+    saved = os.environ.get("HOME")
+    os.environ["HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("HOME", None)
+        else:
+            os.environ["HOME"] = saved
+
+
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[TempCluster]:
     """One throwaway PostgreSQL cluster for the whole session (skips where it cannot run)."""

@@ -10,8 +10,8 @@ call waits. Arguments and report follow Codex's shapes exactly. The command is c
 thread's sandbox (``ToolContext.sandbox``); ``sandbox_permissions: "require_escalated"`` (with
 a ``justification``) asks a person to let this one command run outside it, which the tool
 runner does before the call gets here (``prefix_rule`` names what a person may approve for
-the rest of the thread). ``login`` defaults to false here: a login shell sources the
-user's profile on every command (hundreds of ms on a machine with pyenv or nvm).
+the rest of the thread). ``login`` defaults to true, as in Codex: the user's profile (PATH
+entries a systemd service would not have) applies; ``login: false`` skips it.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ SPEC = ToolSpec(
             "shell": {"type": "string", "description": "Shell binary to launch. Defaults to bash (or /bin/sh)."},
             "login": {
                 "type": "boolean",
-                "description": "True runs the shell with -l (login) semantics, sourcing the user's profile. Defaults to false.",
+                "description": "True (the default) runs the shell with -l (login) semantics, so the user's profile (PATH and the like) applies; false skips the profile.",
             },
             "tty": {
                 "type": "boolean",
@@ -88,7 +88,7 @@ class ExecCommand(SessionTool):
         if not command.strip():
             raise ToolError("cmd is empty")
         request = ExecRequest(
-            argv=shell_argv(command, shell=_resolve_shell(args.get("shell")), login=bool(args.get("login"))),
+            argv=shell_argv(command, shell=_resolve_shell(args.get("shell")), login=args.get("login") is not False),
             cwd=str(resolve_workdir(ctx.cwd, args.get("workdir"))),
             tty=bool(args.get("tty")),
             yield_s=exec_args.exec_yield_s(args, ctx.timeout_s),

@@ -52,10 +52,12 @@ async def test_workdir_shell_login_and_bad_values(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     result = await tool.run({"cmd": "pwd", "workdir": "sub"}, context(tmp_path))
     assert parse(result.output)["output"].strip() == str(tmp_path / "sub")
-    result = await tool.run({"cmd": "shopt -q login_shell && echo login || echo plain", "login": True}, context(tmp_path))
-    assert parse(result.output)["output"].strip() == "login"
     result = await tool.run({"cmd": "shopt -q login_shell && echo login || echo plain"}, context(tmp_path))
+    assert parse(result.output)["output"].strip() == "login"  # the default, as Codex: the user's profile applies
+    result = await tool.run({"cmd": "shopt -q login_shell && echo login || echo plain", "login": False}, context(tmp_path))
     assert parse(result.output)["output"].strip() == "plain"
+    assert "Defaults to true" not in tool.spec.to_model(custom_tools=True)["description"]
+    assert "True (the default)" in tool.spec.to_model(custom_tools=True)["parameters"]["properties"]["login"]["description"]
     result = await tool.run({"cmd": "echo $0", "shell": "sh"}, context(tmp_path))
     assert parse(result.output)["output"].strip() == shutil.which("sh")
     with pytest.raises(ToolError, match="not an existing directory"):
