@@ -23,11 +23,6 @@ from typing import Any, Mapping
 from echsd.sandbox_modes import MODES, NETWORK
 
 READ_ONLY = ("read_file", "list_dir", "grep_files", "view_image", "update_plan", "blackboard_read", "blackboard_write", "blackboard_wait")
-SUBAGENT_INSTRUCTIONS = (
-    "You are a sub-agent working for another agent, on the user's machine in {{cwd}}. Do the task you are "
-    "given, using the tools, and finish with a short report of what you found or did: it is all your parent "
-    "reads. Share findings other agents need on the blackboard."
-)
 
 
 @dataclass(frozen=True)
@@ -36,7 +31,7 @@ class AgentType:
     description: str  # for the model, in spawn_agent's description
     model: str | None = None  # None: the parent's
     reasoning: str | None = None  # None: the parent's (or the model's default if it does not fit)
-    instructions: str | None = None  # None: SUBAGENT_INSTRUCTIONS
+    instructions: str | None = None  # None: the model's base prompt (with its note for sub-agents)
     tools: tuple[str, ...] | None = None  # None: the parent's (a child never gets more than its parent)
     mcp_servers: tuple[str, ...] | None = None  # None: the parent's MCP servers (never more than those)
     sandbox: str | None = None  # None: the parent's (never looser than the parent's)

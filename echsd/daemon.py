@@ -159,6 +159,7 @@ class Daemon:
                         settings.sandbox_mode, settings.sandbox_network, settings.writable_roots, unenforceable=sandbox.refusals
                     ),
                     approval=settings.approval,
+                    user_agents_md=settings.user_agents_md,
                 )
                 boards = BlackboardService(board, page_bytes=tuning.max_message_bytes // 2)
                 router.attach(LocalNode(supervisor, store, settings, boards, router, cluster, mcp))
@@ -186,6 +187,8 @@ class Daemon:
                 if self.settle_gc:
                     gc_policy.settle()
                 notifier.notify("READY=1", "STATUS=ready")  # systemd (Type=notify): listeners accept now
+                if self.model_list is not None:
+                    self.model_list.serving.set()  # its first fetch (and httpx's import) after start-up
                 if notifier.watchdog_s:
                     root.start_soon(notifier.watchdog)
                 task_status.started(self)

@@ -174,3 +174,11 @@ async def check_thread_invariants(daemon: Any, thread_id: str) -> None:
             assert outcomes.get(row.input_id) == 1, f"input {row.input_id} is {row.status} without exactly one event"
         else:
             assert row.input_id not in outcomes, f"input {row.input_id} is {row.status} but was resolved"
+
+
+def conversation(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A history (or a request's input) without the context messages echsd sends before a
+    thread's first input: project instructions and the environment (``threads/context.py``)."""
+    from echsd.threads.context import is_context_message
+
+    return [item for item in items if not is_context_message(item)]

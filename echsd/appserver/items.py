@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from echsd.appserver.described import described_command, described_patch, join_path
+from echsd.threads.context import is_context_message
 
 OUTPUT_MARKER = "\nOutput:\n"  # exec_command's result text: status lines, then the output
 SHOWN_OTHERWISE = frozenset({"update_plan", "write_stdin"})  # a plan update; a session's interaction
@@ -56,7 +57,9 @@ def reasoning_summary(item: dict[str, Any]) -> list[str]:
 
 
 def is_user_message(item: dict[str, Any]) -> bool:
-    return item.get("type") == "message" and item.get("role") == "user"
+    """A message the user sent (not the project instructions and environment echsd tells the
+    model before it, which Codex's clients do not show either)."""
+    return item.get("type") == "message" and item.get("role") == "user" and not is_context_message(item)
 
 
 def is_assistant_message(item: dict[str, Any]) -> bool:

@@ -193,6 +193,27 @@ def rate_limit_line(limit: dict[str, Any]) -> str:
     return ", ".join(parts) or "reported"
 
 
+def agents_md_lines(thread: dict[str, Any], config: dict[str, Any], room: int) -> list[str]:
+    """Which AGENTS.md files the model was last given (``-`` before the first turn)."""
+    context = thread.get("context")
+    if not context:
+        return ["  agents.md     " + ("off (project_docs false)" if config.get("project_docs") is False else "- (sent at the next turn)")]
+    state = str(context.get("project_docs_state", "on"))
+    docs = context.get("project_docs") or []
+    if state != "on":
+        return [f"  agents.md     {state}"]
+    if not docs:
+        return ["  agents.md     none found (repository root down to cwd)"]
+    lines = []
+    for index, doc in enumerate(docs):
+        note = " (cut at the cap)" if doc.get("truncated") and doc.get("bytes") else ""
+        note = f" (unreadable: {doc['error']})" if doc.get("error") else note
+        size = f"{doc.get('bytes', 0):,} bytes"
+        label = "  agents.md     " if index == 0 else "                "
+        lines.append(label + clip_left(short_path(str(doc.get("path"))), max(20, room - len(size) - len(note) - 3)) + f"  {size}{note}")
+    return lines
+
+
 def thread_lines(thread: dict[str, Any], style: Style, width: int | None = None, agent_types: dict[str, str] | None = None) -> list[str]:
     """``echs show``; ``agent_types``: the children's (``spawn_agent``'s presets), by id."""
     config = thread.get("config") or {}
@@ -204,7 +225,8 @@ def thread_lines(thread: dict[str, Any], style: Style, width: int | None = None,
     def value(text: str, limit: int = room) -> str:
         return one_line(text, limit)
 
-    size = f"  ({len(instructions)} chars)"
+    size = f"  ({len(instructions)} chars)" if instructions.strip() else ""
+    shown = instructions if instructions.strip() else "the model's base prompt"
     lines = [
         f"{style.bold(str(thread.get('thread_id')))}  {style.state(str(thread.get('state')))}",
         *([f"  name          {value(str(thread['name']))}"] if thread.get("name") else []),
@@ -220,7 +242,8 @@ def thread_lines(thread: dict[str, Any], style: Style, width: int | None = None,
         f"  sandbox       {value(sandbox_summary(config))}",
         f"  steps         {'1 turn per input' if steps == 1 else f'up to {steps} turns per input (an autonomous run)'}",
         f"  chain         {'on (previous_response_id: only new items are sent)' if config.get('chain') else 'off'}",
-        f"  instructions  {value(instructions, min(60, max(10, room - len(size))))}" + style.dim(size),
+        f"  instructions  {value(shown, min(60, max(10, room - len(size))))}" + style.dim(size),
+        *agents_md_lines(thread, config, room),
         f"  queued        {thread.get('queued', 0)}",
         f"  usage         {value(usage_line(thread.get('usage') or {}))}",
     ]

@@ -30,6 +30,7 @@ class ModelListKeeper:
         self.fetches = 0  # attempts so far (tests wait on ``fetched``)
         self.fetched = trio.Event()  # set after each attempt, then replaced
         self._wanted = trio.Event()
+        self.serving = trio.Event()  # set once the daemon is ready: the first fetch waits, start-up is not slowed
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         base_url = self.client.endpoint.base_url
@@ -39,6 +40,7 @@ class ModelListKeeper:
             log.info("model list from the cache", models=len(cached.models), added=added, fetched_at=cached.fetched_at)
         self.catalog.on_unseen = self._unseen
         task_status.started()
+        await self.serving.wait()
         last = -math.inf
         while True:
             await trio.sleep(max(0.0, last + self.min_interval_s - trio.current_time()))  # the rate limit's timer

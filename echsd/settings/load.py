@@ -28,7 +28,7 @@ from echsd.settings.provider import (
     url_problem,
 )
 from echsd.settings.sections import SECTIONS, catalog_from, check_sections
-from echsd.settings.sources import Sources, bool_setting, default_state_dir, listen_setting, read_config_file
+from echsd.settings.sources import Sources, bool_setting, default_state_dir, listen_setting, read_config_file, user_agents_md
 from echsd.settings.storage import default_node_id, parse_node_id, store_setting
 
 # Top-level keys that a flag or an environment variable may also set (see ``load_settings``).
@@ -134,6 +134,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
         model=model,
         allow_remote=allow_remote,
         codex_home=home,
+        user_agents_md=user_agents_md(env),
         openai_api_key=api_key,
         openai_organization=env.get("OPENAI_ORGANIZATION") or None,
         openai_project=env.get("OPENAI_PROJECT") or None,

@@ -28,6 +28,7 @@ class Settings:
     model: str
     allow_remote: bool
     codex_home: Path
+    user_agents_md: Path | None = None  # the user's own AGENTS.md, sent before the projects' (if it exists)
     openai_api_key: str | None = field(repr=False, default=None)
     openai_organization: str | None = None  # OPENAI_ORGANIZATION: the OpenAI-Organization header
     openai_project: str | None = None  # OPENAI_PROJECT: the OpenAI-Project header

@@ -22,6 +22,12 @@ def default_state_dir(env: Mapping[str, str]) -> Path:
     return Path(xdg).expanduser() / "echsd"
 
 
+def user_agents_md(env: Mapping[str, str]) -> Path:
+    """The user's own AGENTS.md, read before any project's: ``$XDG_CONFIG_HOME/echsd/AGENTS.md``."""
+    xdg = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
+    return Path(xdg).expanduser() / "echsd" / "AGENTS.md"
+
+
 def read_config_file(path: Path) -> dict[str, Any]:
     """The parsed ``config.toml`` (empty when there is none)."""
     try:

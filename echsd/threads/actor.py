@@ -277,8 +277,9 @@ class ThreadActor(ActorOps):
         self.log.emit_one(kind, data)
 
     async def _start_next(self) -> None:
+        context = await self.services.turn_context(self.core.config) if self.core.can_start_next else None
         await self.log.ready()  # no checkpoint when the writer has room
-        effects = self.core.next_turn()
+        effects = self.core.next_turn(context)  # checks again: the thread may have moved meanwhile
         if effects is not None:
             self.commit(effects)
 

@@ -81,8 +81,10 @@ class ActorOps:
             if previous is not None:
                 return previous
         input_mode = parse_mode(op.mode)
+        idle = self.core.turn is None and not self.core.queued
+        context = await self.services.turn_context(self.core.config) if idle else None  # used if the input starts a turn
         await self.log.ready()
-        ack, effects = self.core.receive_input(text, input_mode, client_msg_id, attachments=op.attachments or (), steps=op.steps)
+        ack, effects = self.core.receive_input(text, input_mode, client_msg_id, attachments=op.attachments or (), steps=op.steps, context=context)
         unit = self.commit(effects)
         # Shielded: once the input is in a unit, its ack must reach the client even if the
         # actor is being torn down meanwhile (e.g. its turn task crashed).

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 import trio
 
 from echsd.events import EventData, SubagentSpawned
-from echsd.agent_types import SUBAGENT_INSTRUCTIONS, AgentType
+from echsd.agent_types import AgentType
 from echsd.errors import BadRequest, EchsError
 from echsd.ops.internal import AgentView
 from echsd.ops.threads import Kill, Send
@@ -211,7 +211,7 @@ class ThreadAgents:
         params: dict[str, Any] = {
             "cwd": parent.cwd,
             "model": model,
-            "instructions": options.get("instructions") or agent_type.instructions or SUBAGENT_INSTRUCTIONS,
+            "instructions": options.get("instructions") or agent_type.instructions or "",
             "tools": list(tools),
             **policy,
         }

@@ -25,7 +25,8 @@ async def compact_head(client: ResponsesClient, config: ThreadConfig, head: list
     url = client.endpoint.compact_url
     if url not in _no_compact_call:
         try:
-            return await client.compact(model=config.model, instructions=config.rendered_instructions(), input=head, session_id=thread_id)
+            instructions = config.rendered_instructions(client.catalog.prompt(config.model))
+            return await client.compact(model=config.model, instructions=instructions, input=head, session_id=thread_id)
         except BadModelRequest as exc:
             if exc.status not in (404, 405):
                 raise
@@ -37,7 +38,7 @@ async def compact_head(client: ResponsesClient, config: ThreadConfig, head: list
 async def _summary(client: ResponsesClient, config: ThreadConfig, head: list[dict[str, Any]], thread_id: str) -> str:
     request = ResponsesRequest(
         model=config.model,
-        instructions=config.rendered_instructions(),
+        instructions=config.rendered_instructions(client.catalog.prompt(config.model)),
         input=summary_input(head),
         reasoning_effort=config.reasoning,
         reasoning_summary=None,

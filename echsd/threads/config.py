@@ -1,8 +1,9 @@
 """Thread configuration: validation on create, and hot-swap edits.
 
 Config is read by the turn loop at every model request, so a change made while a turn runs
-takes effect at its next request. ``instructions`` keep the ``{{cwd}}`` placeholder; it is
-filled in when a request is built, so changing ``cwd`` updates the prompt too. A config is
+takes effect at its next request. Empty ``instructions`` (the default) mean the model's base
+prompt from the catalog; either keeps the ``{{cwd}}`` placeholder, filled in when a request
+is built, so changing ``cwd`` updates the prompt too. A config is
 checked against ``ConfigRules``: the tools that exist, and the model catalog (each model
 accepts its own reasoning efforts; a model change carries the effort over only if the new
 model accepts it, else the new model's default is taken and reported as changed).
@@ -23,7 +24,8 @@ from echsd.approval_rules import ApprovalRules, Prefix, parse_rules
 from echsd.errors import BadRequest
 from echsd.sandbox_modes import FULL_ACCESS, MODES, NETWORK, WORKSPACE_WRITE
 
-DEFAULT_INSTRUCTIONS = (
+# The default that threads created before the base prompts were stored: read as "" (the model's base prompt).
+LEGACY_INSTRUCTIONS = (
     "You are a coding agent running on the user's machine in {{cwd}}. "
     "Use the tools to inspect and change files and to run commands; prefer small, verifiable "
     "steps, and report concisely what you did and what remains."
@@ -32,7 +34,7 @@ WRITES = ("allow", "dry-run", "deny")  # what apply_patch may do to files
 APPROVALS = ("never", "on-request", "on-write", "always")  # which tool calls wait for a client's approval (approval_rules.py)
 CONFIG_KEYS = (
     "cwd", "model", "reasoning", "instructions", "tools", "writes", "approval", "steps", "chain", "mcp",
-    "sandbox", "network", "writable_roots", "approval_allow", "approval_deny",
+    "sandbox", "network", "writable_roots", "approval_allow", "approval_deny", "project_docs",
 )  # fmt: skip
 MAX_STEPS = 100  # turns an autonomous run may take
 MAX_WRITABLE_ROOTS = 64
@@ -55,6 +57,7 @@ class ThreadConfig:
     writable_roots: tuple[str, ...] = ()  # writable under workspace-write, besides the cwd and TMPDIR
     approval_allow: tuple[Prefix, ...] = ()  # command prefixes run without asking (besides [approval] allow)
     approval_deny: tuple[Prefix, ...] = ()  # command prefixes refused without asking (besides [approval] deny)
+    project_docs: bool = True  # send the AGENTS.md files of the cwd's repository (and [tuning] project_docs)
 
     def to_dict(self) -> dict[str, Any]:
         data = {key: getattr(self, key) for key in CONFIG_KEYS}  # not asdict(): it deep-copies (per turn end)
@@ -75,14 +78,17 @@ class ThreadConfig:
         known["writable_roots"] = tuple(known.get("writable_roots", ()))
         for key in ("approval_allow", "approval_deny"):
             known[key] = tuple(tuple(rule) for rule in known.get(key, ()))
+        if known.get("instructions") == LEGACY_INSTRUCTIONS:
+            known["instructions"] = ""
         return cls(**known)
 
     @property
     def approval_rules(self) -> ApprovalRules:
         return ApprovalRules(self.approval_allow, self.approval_deny)
 
-    def rendered_instructions(self) -> str:
-        return self.instructions.replace("{{cwd}}", self.cwd)
+    def rendered_instructions(self, base_prompt: str = "") -> str:
+        """The thread's instructions, or (empty) its model's base prompt, with ``{{cwd}}`` filled in."""
+        return (self.instructions if self.instructions.strip() else base_prompt).replace("{{cwd}}", self.cwd)
 
 
 def _check_cwd(value: Any) -> str:
@@ -169,6 +175,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "writable_roots": lambda value: _check_roots(value),
     "approval_allow": lambda value: _check_rules("approval_allow", value),
     "approval_deny": lambda value: _check_rules("approval_deny", value),
+    "project_docs": lambda value: _check_bool("project_docs", value),
 }
 
 
@@ -286,7 +293,7 @@ def new_config(params: Mapping[str, Any], *, default_model: str, default_tools: 
     """Config for a new thread from ``thread.create`` params (missing keys take defaults)."""
     model = _check_text("model", params["model"]) if params.get("model") is not None else default_model
     defaults = ThreadConfig(
-        cwd=os.getcwd(), model=model, reasoning=rules.catalog.default_effort(model), instructions=DEFAULT_INSTRUCTIONS, tools=tuple(default_tools)
+        cwd=os.getcwd(), model=model, reasoning=rules.catalog.default_effort(model), instructions="", tools=tuple(default_tools)
     )
     given = {key: params[key] for key in CONFIG_KEYS if params.get(key) is not None}
     given = {**rules.sandbox.defaults(given), **given}

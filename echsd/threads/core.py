@@ -40,6 +40,7 @@ from echsd.ids import new_input_id, new_turn_id
 from echsd.ops.threads import Rename
 from echsd.store import ThreadRow, ops
 from echsd.threads.config import ConfigRules, ThreadConfig, reconfigure
+from echsd.threads.context import TurnContext, context_message, sent_record
 from echsd.threads.control import ControlDecisions
 from echsd.threads.conversation import Conversation
 from echsd.threads.effects import Effects, TurnState, empty_usage
@@ -195,6 +196,9 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
             data["plan"] = self.extra["plan"]
         if self.extra.get("agent_type"):
             data["agent_type"] = self.extra["agent_type"]
+        sent = self.extra.get("context")
+        if sent:  # what the model was last told of where it works (echs show)
+            data["context"] = {"project_docs": sent["project_docs"], "project_docs_state": sent["project_docs_state"], "environment": sent["env"]}
         return data
 
     def previous_ack(self, client_msg_id: str, text: str) -> dict[str, Any] | None:
@@ -214,11 +218,13 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
         *,
         attachments: Sequence[dict[str, Any]] = (),
         steps: int | None = None,
+        context: TurnContext | None = None,
     ) -> tuple[dict[str, Any], Effects]:
         """An input arrives: it starts a turn, waits in the queue or steers the running turn.
 
         ``steps`` > 1 (default: the config's) makes it the start of an autonomous run,
-        unless it steers a running turn."""
+        unless it steers a running turn. ``context``: what the model is told of where it works,
+        sent first if the input starts a turn and something changed since it was last sent."""
         self.check_alive()
         disposition = input_disposition(
             self.state,
@@ -239,7 +245,7 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
         if steps > 1 and disposition is not Disposition.STEERED:
             self.extra.setdefault("runs", {})[pending.input_id] = steps  # stored with the thread row
         if disposition is Disposition.STARTED:
-            fx = self._start_turn([pending])
+            fx = self._start_turn([pending], context)
         elif disposition is Disposition.QUEUED:
             fx = Effects()
             self.inputs.append(fx, pending)
@@ -253,14 +259,18 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
             self.remember_ack(client_msg_id, ack, text)
         return ack, fx
 
-    def next_turn(self) -> Effects | None:
+    @property
+    def can_start_next(self) -> bool:
+        """Whether ``next_turn`` would start a turn now (the actor gathers its context first)."""
+        idle = self.state is ThreadState.IDLE and self.turn is None and self.compaction is None
+        return idle and not self.stopping and not self.retired and bool(self.inputs)
+
+    def next_turn(self, context: TurnContext | None = None) -> Effects | None:
         """Start a turn for the head of the queue, if the thread can take one now."""
-        if self.stopping or self.retired or self.turn is not None or self.compaction is not None:
-            return None
-        if self.state is not ThreadState.IDLE:
+        if not self.can_start_next:
             return None
         pending = self.inputs.popleft()
-        return self._start_turn([pending]) if pending is not None else None
+        return self._start_turn([pending], context) if pending is not None else None
 
     def configure(self, changes: Any, rules: ConfigRules) -> Effects:
         """Hot swap: a running turn uses the new config from its next model request."""
@@ -327,7 +337,7 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
             raise InvalidState(f"thread {self.thread_id} has no running turn")
         return self.turn
 
-    def _start_turn(self, inputs: Sequence[PendingInput]) -> Effects:
+    def _start_turn(self, inputs: Sequence[PendingInput], context: TurnContext | None = None) -> Effects:
         turn = TurnState(turn_id=self._new_turn_id(), input_ids=[p.input_id for p in inputs])
         self._join_run(turn, inputs[0].input_id)
         self.state = transition(self.state, Trigger.TURN_START)
@@ -337,9 +347,19 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
         fx = Effects(start_turn=turn)
         fx.emit(StateChanged, {"state": self.state.value})
         fx.emit(TurnStarted, {"turn_id": turn.turn_id, "input_ids": turn.input_ids})
+        if context is not None:
+            self._tell_context(fx, context, turn.turn_id)
         self._deliver(fx, inputs, turn.turn_id)
         fx.statements.append(ops.upsert_thread(self.to_row()))
         return fx
+
+    def _tell_context(self, fx: Effects, context: TurnContext, turn_id: str) -> None:
+        """Before the turn's input: what changed of the project instructions and environment
+        since they were last sent (all of it the first time). Kept with the thread row."""
+        message = context_message(context, self.extra.get("context"))
+        self.extra["context"] = sent_record(context)
+        if message is not None:
+            self._append(fx, [message], turn_id)
 
     def _join_run(self, turn: TurnState, input_id: str) -> None:
         """A turn started by a run's first input, or by its continuation, belongs to it."""

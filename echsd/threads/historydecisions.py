@@ -15,6 +15,7 @@ from echsd.events import ExecSessionEnded, RunFinished, StateChanged, TurnError,
 from echsd.errors import Conflict, InvalidState
 from echsd.store import InputRow, ops
 from echsd.threads.compaction import AUTO_KEEP_USER_TURNS
+from echsd.threads.context import is_context_message
 from echsd.threads.effects import Effects, TurnEnd
 from echsd.threads.state import ThreadState, Trigger, transition
 
@@ -113,8 +114,14 @@ class HistoryDecisions:
         return self.conversation.context_tokens()
 
     def finish_compaction(self, token: int, replacement: Sequence[dict[str, Any]], reason: str = "manual") -> Effects | None:
-        """The compacted history replaces the old one; None if the compaction was cancelled."""
-        return self.conversation.finish_compaction(token, replacement, reason)
+        """The compacted history replaces the old one; None if the compaction was cancelled.
+        If it summarised the project instructions and environment away, the next turn sends
+        them again."""
+        fx = self.conversation.finish_compaction(token, replacement, reason)
+        if fx is not None and "context" in self.extra and not any(is_context_message(item) for item in self.history or ()):
+            del self.extra["context"]
+            fx.statements.append(ops.upsert_thread(self.to_row()))
+        return fx
 
     def abort_compaction(self, token: int) -> None:
         self.conversation.abort_compaction(token)

@@ -33,6 +33,10 @@ class TurnHost(Protocol):
     def config(self) -> ThreadConfig: ...
 
     @property
+    def parent(self) -> str | None:
+        """The thread that spawned this one (a sub-agent's), or None."""
+
+    @property
     def history(self) -> Sequence[dict[str, Any]]: ...
 
     @property

@@ -9,7 +9,11 @@ note to a parent) is an op, run wherever that thread runs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Protocol
+
+import trio
 
 from echsd.agent_types import AgentType
 from echsd.approval_rules import ApprovalSettings
@@ -20,6 +24,7 @@ from echsd.store import Store, Unit
 from echsd.threads.account import AccountLimits
 from echsd.threads.approvals import ApprovalBook
 from echsd.threads.config import ConfigRules, SandboxRules, ThreadConfig
+from echsd.threads.context import TurnContext, gather
 from echsd.threads.effects import TurnEnd
 from echsd.ops.base import Op
 from echsd.threads.record import ThreadRecord
@@ -78,6 +83,14 @@ class ActorServices:
     mcp: McpToolSource | None = None  # the daemon's MCP servers (config.toml's [mcp_servers])
     sandbox_rules: SandboxRules = SandboxRules()  # new threads' sandbox defaults, what cannot be enforced
     approval: ApprovalSettings = ApprovalSettings()  # [approval]: every thread's rules, what a timeout does
+    user_agents_md: Path | None = None  # the user's own AGENTS.md (sent first, when it exists)
+
+    async def turn_context(self, config: ThreadConfig) -> TurnContext:
+        """What the model is told of where the thread works (reads files: off the event loop)."""
+        tuning = self.tuning
+        wanted = "off ([tuning] project_docs)" if not tuning.project_docs else "on" if config.project_docs else "off (the thread's project_docs)"
+        gathering = partial(gather, config.to_dict(), docs_wanted=wanted, user_doc=self.user_agents_md, max_bytes=tuning.project_doc_max_bytes)
+        return await trio.to_thread.run_sync(gathering)
 
     def config_rules(self, known_tools: Collection[str]) -> ConfigRules:
         """What a thread's config is checked against: its tools, the catalog, the MCP servers, the sandbox."""

@@ -20,6 +20,7 @@ mailbox, ``kill_offline`` kills a given-up thread without its worker.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from collections import deque
 from typing import Any, Callable, Mapping
 
@@ -78,6 +79,7 @@ class Supervisor:
         mcp: McpToolSource | None = None,
         sandbox_rules: SandboxRules | None = None,
         approval: ApprovalSettings | None = None,
+        user_agents_md: Path | None = None,
     ) -> None:
         self.store = store
         self.tuning = tuning
@@ -105,6 +107,7 @@ class Supervisor:
             approval=approval or ApprovalSettings(),
             blackboard=blackboard,
             mcp=mcp,
+            user_agents_md=user_agents_md,
         )
         self._turn_listeners: list[TurnListener] = []
         self.node_id = store.node_id

@@ -39,9 +39,9 @@ from echsd.codex import (
     TextDelta,
 )
 from echsd.logs import get_logger
-from echsd.threads.autorun import instructions_note
 from echsd.threads.history import CALL_TYPES
 from echsd.threads.host import TurnHost
+from echsd.threads.prompt import request_instructions
 from echsd.threads.tool_runner import run_tool_calls
 
 log = get_logger(__name__)
@@ -78,14 +78,15 @@ async def _loop(host: TurnHost) -> None:
 
 def build_request(host: TurnHost) -> ResponsesRequest:
     config = host.config
-    custom_tools = host.client.catalog.get(config.model).custom_tools
+    catalog = host.client.catalog
+    custom_tools = catalog.get(config.model).custom_tools
     tools = [tool.spec.to_model(custom_tools=custom_tools) for tool in host.tools.offered(config.tools, config.mcp)]
     run = host.autorun
     anchor = host.chain_anchor
     history = host.history
     return ResponsesRequest(
         model=config.model,
-        instructions=config.rendered_instructions() + (instructions_note(run) if run else ""),
+        instructions=request_instructions(config, catalog.prompt(config.model), subagent=host.parent is not None, run=run),
         input=list(history[anchor[1] :] if anchor else history),
         previous_response_id=anchor[0] if anchor else None,
         store=config.chain and host.client.endpoint.stores_responses,

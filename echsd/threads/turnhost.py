@@ -62,6 +62,10 @@ class ActorTurnHost:
         return self.core.config
 
     @property
+    def parent(self) -> str | None:
+        return self.core.parent
+
+    @property
     def history(self) -> Sequence[dict[str, Any]]:
         assert self.core.history is not None
         return self.core.history

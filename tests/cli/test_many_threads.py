@@ -10,7 +10,7 @@ from typing import Any
 import trio
 
 from tests.cli.helpers import client_for, echs, gate_command, new_thread, of_type, wait_event
-from tests.helpers import mock_directive
+from tests.helpers import conversation, mock_directive
 
 
 def ok_json(state: Path, *args: str) -> Any:
@@ -37,7 +37,7 @@ def test_every_verb_takes_a_unique_prefix(state: Path) -> None:
     assert ok_json(state, "show", short.upper())["thread_id"] == tid
     assert echs(state, "send", short, "by prefix", "--wait").stdout == "mock reply to: by prefix\n"
     assert ok_json(state, "config", short, "reasoning=low")["config"]["reasoning"] == "low"
-    assert ok_json(state, "history", short)[0]["content"][0]["text"] == "by prefix"
+    assert conversation(ok_json(state, "history", short))[0]["content"][0]["text"] == "by prefix"
     assert echs(state, "events", short, "--json").stdout.count(tid) > 3
     assert ok_json(state, "interrupt", short)["interrupted"] is False
     assert ok_json(state, "approvals", short) == []

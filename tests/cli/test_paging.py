@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from tests.cli.helpers import echs, json_lines, new_thread
-from tests.helpers import mock_directive
+from tests.helpers import conversation, mock_directive
 
 
 def test_events_read_on_past_short_pages(small_frames: Path) -> None:
@@ -32,8 +32,8 @@ def test_history_bigger_than_a_frame_is_read_in_pages(small_frames: Path) -> Non
         assert echs(small_frames, "send", tid, text, "--wait").returncode == 0
     result = echs(small_frames, "history", tid, "--json")
     assert result.returncode == 0, result.stderr
-    items = json.loads(result.stdout)
+    items = conversation(json.loads(result.stdout))
     assert len(items) == 8 and [item["role"] for item in items] == ["user", "assistant"] * 4
     assert items[6]["content"][0]["text"].startswith("message 3 ")
     human = echs(small_frames, "history", tid)
-    assert human.returncode == 0 and human.stdout.count("user ›") == 4
+    assert human.returncode == 0 and human.stdout.count("user ›") == 5  # with the environment context, before the first

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from tests.helpers import conversation
 from tests.cli.helpers import echs, json_lines, new_thread
 from tests.helpers import mock_directive
 
@@ -29,7 +30,7 @@ def test_files_go_with_the_message_as_text_and_image(state: Path, tmp_path: Path
     tid = new_thread(state)
     result = echs(state, "send", tid, "look at these", "--file", str(notes), "--file", str(picture), "--wait")
     assert result.returncode == 0, result.stderr
-    user = next(item for item in _history(state, tid) if item.get("role") == "user")
+    user = next(item for item in conversation(_history(state, tid)) if item.get("role") == "user")
     content = user["content"]
     assert content[0] == {"type": "input_text", "text": "look at these"}
     assert content[1]["text"] == '<file name="notes.md">\n# plan\nsay hi to the team\n\n</file>'

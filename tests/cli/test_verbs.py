@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.cli.helpers import Serve, clean_env, client_for, echs, echs_async, json_lines, new_thread
-from tests.helpers import mock_directive
+from tests.helpers import conversation, mock_directive
 
 THREAD_ID = re.compile(r"^thr_[0-9a-f]{16}$")
 THREAD_FIELDS = {"thread_id", "state", "parent", "children", "config", "queued", "usage", "created_at"}
@@ -179,7 +179,7 @@ def test_history(state: Path) -> None:
     tid = new_thread(state)
     steps = [{"text": "looking", "calls": [{"name": "exec_command", "arguments": {"cmd": "printf 'a\\nb\\n'"}}]}, {"text": "Done."}]
     assert echs(state, "send", tid, mock_directive(steps), "--wait").returncode == 0
-    items = ok_json(state, "history", tid)
+    items = conversation(ok_json(state, "history", tid))
     assert [item["type"] for item in items] == ["message", "message", "function_call", "function_call_output", "message"]
     human = echs(state, "history", tid).stdout
     assert "user ›" in human and "assistant ›" in human and "call › exec_command(cmd=" in human and "output ›" in human

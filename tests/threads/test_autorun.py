@@ -12,7 +12,7 @@ import trio
 
 from echsd.codex.mock import open_mock_upstream
 from echsd.daemon import Daemon
-from tests.helpers import Watch, check_thread_invariants, make_settings
+from tests.helpers import Watch, check_thread_invariants, conversation, make_settings
 
 
 @asynccontextmanager
@@ -94,10 +94,10 @@ async def test_attachments_reach_the_model(daemon: Any, workdir: Path, mock_upst
     async with Watch(daemon, tid) as watch:
         await daemon.ops.send(tid, "look at these", attachments=attachments)
         await watch.wait_type("turn.completed")
-    message = mock_upstream.requests[-1].body["input"][0]
+    message = conversation(mock_upstream.requests[-1].body["input"])[0]
     assert message["content"] == [
         {"type": "input_text", "text": "look at these"},
         {"type": "input_text", "text": '<file name="notes.txt">\nremember the milk\n</file>'},
         {"type": "input_image", "image_url": pixel},
     ]
-    assert (await daemon.ops.history(tid))[0] == message
+    assert conversation(await daemon.ops.history(tid))[0] == message

@@ -31,7 +31,8 @@ def test_new_config_defaults_and_validation(tmp_path: Path) -> None:
     config = new_config({"cwd": str(tmp_path)}, default_model="m", default_tools=KNOWN, rules=RULES)
     assert config.cwd == str(tmp_path) and config.model == "m" and config.tools == KNOWN
     assert config.writes == "allow" and config.approval == "never"
-    assert "{{cwd}}" in config.instructions and str(tmp_path) in config.rendered_instructions()
+    assert config.instructions == ""  # the model's base prompt, from the catalog
+    assert config.rendered_instructions("work in {{cwd}}") == f"work in {tmp_path}"
     for bad in ({"cwd": "relative"}, {"cwd": str(tmp_path / "missing")}, {"reasoning": "maximal"}, {"model": ""}, {"model": 3}, {"writes": "maybe"}):
         with pytest.raises(BadRequest):
             new_config(bad, default_model="m", default_tools=KNOWN, rules=RULES)

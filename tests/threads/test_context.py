@@ -14,6 +14,7 @@ import trio
 from tests.helpers import Watch, check_thread_invariants, mock_directive
 from tests.wire.helpers import start_daemon, stop_daemon
 
+BRIEF = "Answer briefly."  # instructions of a known size: the windows below are small
 LONG_REPLY = {"repeat": {"chunk": "lorem ipsum ", "count": 400}}  # ~4,800 characters from a short directive
 
 
@@ -42,7 +43,7 @@ def compactions(watch: Watch) -> list[dict[str, Any]]:
 
 async def test_compaction_at_the_threshold(small_window: Any, workdir: Path, mock_upstream: Any) -> None:
     daemon = small_window
-    tid = (await daemon.ops.create_thread(cwd=str(workdir), model="mock-model", tools=[]))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir), model="mock-model", tools=[], instructions=BRIEF))["thread_id"]
     await turn(daemon, tid, "one", LONG_REPLY)
     watch = await turn(daemon, tid, "two", LONG_REPLY)
     assert compactions(watch) == []
@@ -58,7 +59,7 @@ async def test_compaction_at_the_threshold(small_window: Any, workdir: Path, moc
 
 
 async def test_compaction_after_the_endpoint_refuses_a_request_as_too_long(daemon: Any, workdir: Path, mock_upstream: Any) -> None:
-    tid = (await daemon.ops.create_thread(cwd=str(workdir), model="mock-model", tools=[]))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir), model="mock-model", tools=[], instructions=BRIEF))["thread_id"]
     await turn(daemon, tid, "one", LONG_REPLY)
     await turn(daemon, tid, "two", LONG_REPLY)
     watch = await turn(daemon, tid, "three", {"endpoint": {"context_window": 1500}, "steps": [{"text": "fits now"}]})
@@ -71,7 +72,7 @@ async def test_compaction_after_the_endpoint_refuses_a_request_as_too_long(daemo
 
 
 async def test_no_compaction_loop_when_nothing_can_shrink(daemon: Any, workdir: Path) -> None:
-    tid = (await daemon.ops.create_thread(cwd=str(workdir), model="mock-model", tools=[]))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir), model="mock-model", tools=[], instructions=BRIEF))["thread_id"]
     filler = "x" * 4000  # user messages are kept verbatim by compaction: it cannot make room
     await turn(daemon, tid, f"one {filler}", {"text": "ok"})
     watch = await turn(daemon, tid, f"two {filler}", {"endpoint": {"context_window": 1500}, "steps": [{"text": "never"}]})
@@ -84,7 +85,7 @@ async def test_no_compaction_loop_when_nothing_can_shrink(daemon: Any, workdir: 
 
 async def test_an_endpoint_without_a_compact_call_gets_a_summary(daemon: Any, workdir: Path, mock_upstream: Any) -> None:
     no_call = {"compact_call": False}
-    tid = (await daemon.ops.create_thread(cwd=str(workdir), model="mock-model", tools=[]))["thread_id"]
+    tid = (await daemon.ops.create_thread(cwd=str(workdir), model="mock-model", tools=[], instructions=BRIEF))["thread_id"]
     await turn(daemon, tid, "one", {"endpoint": no_call, "steps": [LONG_REPLY]})
     await turn(daemon, tid, "two", {"endpoint": no_call, "steps": [LONG_REPLY]})
     script = {"endpoint": {**no_call, "context_window": 1500}, "steps": [{"text": "after the summary"}]}

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from echsd.errors import InvalidState
-from tests.helpers import Watch, check_thread_invariants, mock_directive
+from tests.helpers import Watch, check_thread_invariants, conversation, mock_directive
 
 SLOW_TEXT = {"text": " ".join(f"w{i}" for i in range(400)), "deltas": 400, "delay_ms": 10}
 
@@ -134,7 +134,7 @@ async def test_interrupt_while_streaming(daemon: Any, workdir: Any) -> None:
     assert elapsed < 1.0
     assert event.data["reason"] == "interrupt"
     assert (await daemon.ops.get_thread(tid))["state"] == "idle"
-    history = await daemon.ops.history(tid)
+    history = conversation(await daemon.ops.history(tid))
     assert [item.get("role") for item in history] == ["user", "assistant"]  # the partial reply is kept, marked
     shown = "".join(e.data["delta"] for e in watch.of_type("turn.delta"))
     kept = history[1]["content"][0]["text"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.helpers import Watch, check_thread_invariants, mock_directive
+from tests.helpers import Watch, check_thread_invariants, conversation, mock_directive
 
 
 async def run(daemon: Any, tid: str, script: Any) -> Watch:
@@ -33,9 +33,9 @@ async def test_a_stream_broken_after_output_is_requested_again(daemon: Any, work
     pruned = watch.of_type("history.pruned")
     assert len(pruned) == 1 and pruned[0].data["items_after"] == pruned[0].data["items_before"] - 1  # the reasoning item
     assert [e.data["attempt"] for e in watch.of_type("turn.retry")] == [1]
-    history = await daemon.ops.history(tid)
+    history = conversation(await daemon.ops.history(tid))
     assert [item["type"] for item in history] == ["message", "reasoning", "message"]  # user, then one whole response
-    retried = mock_upstream.requests[-1].body["input"]
+    retried = conversation(mock_upstream.requests[-1].body["input"])
     assert [item["type"] for item in retried] == ["message"]  # the partial output was not sent back
     await check_thread_invariants(daemon, tid)
 

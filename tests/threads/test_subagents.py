@@ -314,7 +314,9 @@ async def test_agent_types_from_config_toml_and_explicit_params_win(
     assert reviewer["tools"] == ["read_file", "grep_files"]  # never a tool the parent lacks
     explorer = configs["explorer", "gpt-5.5"]
     assert explorer["reasoning"] == "medium" and explorer["tools"] == ["read_file", "list_dir"]
-    assert "You are a sub-agent" in explorer["instructions"]
+    assert explorer["instructions"] == ""  # the base prompt, which a sub-agent's requests extend:
+    child_request = next(r.body for r in mock_upstream.requests if r.headers.get("thread-id") in [c["thread_id"] for c in children if c["config"] is explorer])
+    assert "# You are a sub-agent" in child_request["instructions"] and "apply_patch" in child_request["instructions"]
     explicit = configs["reviewer", "gpt-5.5"]
     assert (explicit["reasoning"], explicit["instructions"], explicit["tools"]) == ("low", "Just look.", ["list_dir"])
     assert all(child["parent"] == tid for child in children)

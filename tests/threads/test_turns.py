@@ -7,7 +7,7 @@ from typing import Any
 
 import trio
 
-from tests.helpers import Watch, check_thread_invariants, mock_directive
+from tests.helpers import Watch, check_thread_invariants, conversation, mock_directive
 
 
 def _inputs_of(request: Any) -> list[dict[str, Any]]:
@@ -37,7 +37,7 @@ async def test_plain_reply_turn(daemon: Any, workdir: Any) -> None:
     assert types.index("turn.started") < types.index("input.delivered") < types.index("turn.completed")
     usage = watch.of_type("turn.usage")[0].data
     assert {"input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens"} <= usage.keys()
-    history = await daemon.ops.history(tid)
+    history = conversation(await daemon.ops.history(tid))
     assert [item["role"] for item in history] == ["user", "assistant"]
     info = await daemon.ops.get_thread(tid)
     assert info["state"] == "idle" and info["usage"]["turns"] == 1

@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from echsd.wire.client import WireError, connect
+from tests.helpers import conversation
 from tests.wire.helpers import WAIT_S, ServeProcess, raw_connection, start_daemon, stop_daemon, token_of
 
 MIB = 1024 * 1024
@@ -100,9 +101,9 @@ async def test_history_and_list_over_the_frame_limit_are_refused_whole_and_serve
 
         history = await _read_pages(lambda offset: client.history(tid, offset=offset))
         assert history == await daemon.ops.history(tid)
-        assert len(history) == 10
+        assert len(conversation(history)) == 10 and len(history) == 11  # and the environment context, first
         two = await client.history(tid, offset=1, limit=2)
-        assert two["items"] == history[1:3] and two["next_offset"] == 3 and two["total"] == 10
+        assert two["items"] == history[1:3] and two["next_offset"] == 3 and two["total"] == 11
 
         listed = await _read_pages(lambda offset: client.list_threads(offset=offset))
         assert [thread["thread_id"] for thread in listed] == [thread["thread_id"] for thread in threads]

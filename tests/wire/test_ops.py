@@ -12,7 +12,7 @@ from trio_websocket import ConnectionClosed
 from echsd.wire.client import Client, WireError, connect
 from echsd.ops.threads import ListThreads
 from echsd.router.handlers import NODE
-from tests.helpers import mock_directive
+from tests.helpers import conversation, mock_directive
 from tests.wire.helpers import WAIT_S, raw_connection, start_daemon, stop_daemon, tcp_port, token_of
 
 
@@ -47,7 +47,7 @@ async def test_thread_lifecycle_ops(client: Client, tmp_path: Any) -> None:
     assert "".join(e["data"]["delta"] for e in events if e["event"] == "turn.delta") == "mock reply to: hello wire"
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
 
-    history = await client.history(tid)
+    history = conversation(await client.history(tid))
     assert [item["role"] for item in history] == ["user", "assistant"]
     stored = await client.thread_events(tid, since=2, limit=3)
     assert [e["seq"] for e in stored] == [3, 4, 5]
