@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from echsd.wire.client import Client
 
 STATES = ("idle", "running", "paused", "killed")
-REASONING = ("none", "minimal", "low", "medium", "high", "xhigh")
+REASONING = ("none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra")
 CHOICES = {
     "reasoning": REASONING,
     "writes": ("allow", "dry-run", "deny"),
@@ -24,10 +24,11 @@ CHOICES = {
     "chain": ("true", "false"),
     "sandbox": ("read-only", "workspace-write", "full-access"),
     "network": ("on", "off"),
+    "project_docs": ("true", "false"),
 }
 CONFIG_KEYS = (
     "model", "reasoning", "instructions", "cwd", "tools", "writes", "approval", "chain", "steps", "mcp",
-    "sandbox", "network", "writable_roots", "approval_allow", "approval_deny",
+    "sandbox", "network", "writable_roots", "approval_allow", "approval_deny", "project_docs",
 )  # fmt: skip
 
 
@@ -44,7 +45,7 @@ def _absolute_dir(path: str) -> str:
 @click.option("--cwd", type=click.Path(exists=True, file_okay=False), help="Working directory for tools (default: here).")
 @click.option("--model", type=UTF8, help="Model name (default: the daemon's).")
 @click.option("--reasoning", type=click.Choice(REASONING), help="Reasoning effort (default: medium).")
-@click.option("--instructions", type=UTF8, help="System instructions ({{cwd}} is filled in).")
+@click.option("--instructions", type=UTF8, help="System instructions ({{cwd}} is filled in; default: the model's base prompt).")
 @click.option("--tools", type=UTF8, help="Tool names (a,b) or edits of the defaults (+name,-name).")
 @click.option("--writes", type=click.Choice(CHOICES["writes"]), help="What apply_patch may do to files (default: allow).")
 @click.option("--approval", type=click.Choice(CHOICES["approval"]), help="Which tool calls wait for approval (default: never).")
@@ -55,6 +56,7 @@ def _absolute_dir(path: str) -> str:
 @click.option(
     "--loosen-policy", is_flag=True, help="With --parent: allow --writes/--approval/--sandbox/--network looser than the parent's (refused otherwise)."
 )
+@click.option("--no-project-docs", is_flag=True, help="Do not send the repository's AGENTS.md files to the model.")
 @json_option
 @click.pass_context
 def new(
@@ -71,6 +73,7 @@ def new(
     writable_roots: tuple[str, ...],
     parent: str | None,
     loosen_policy: bool,
+    no_project_docs: bool,
 ) -> None:
     """Create a thread and print its id."""
     options = options_of(ctx)
@@ -92,6 +95,7 @@ def new(
             writable_roots=[_absolute_dir(root) for root in writable_roots] or None,
             parent=await resolve_thread(client, parent) if parent is not None else None,
             loosen_policy=True if loosen_policy else None,
+            project_docs=False if no_project_docs else None,
         )
         if options.json:
             echo_json({"thread_id": thread["thread_id"]})
@@ -219,7 +223,7 @@ def _config_value(key: str, value: str) -> Any:
     """The value as the daemon takes it: a path made absolute, a boolean, an integer."""
     if key == "cwd" and value:
         return _absolute_dir(value)
-    if key == "chain":
+    if key in ("chain", "project_docs"):
         return value == "true"
     if key == "writable_roots":
         return [_absolute_dir(root) for root in value.split(",") if root.strip()]
@@ -245,7 +249,8 @@ def config(ctx: click.Context, thread_id: str, settings: tuple[str, ...]) -> Non
     (command prefixes, comma-separated: "git status,pytest -q"), chain (true|false:
     send only new items after previous_response_id), steps (1-100: every input
     starts an autonomous run of up to that many turns), mcp (+name,-name: the MCP
-    servers of config.toml whose tools it is offered).
+    servers of config.toml whose tools it is offered), project_docs (true|false:
+    send the repository's AGENTS.md files to the model).
 
     A change made while a turn runs takes effect at its next model request.
     """

@@ -249,8 +249,8 @@ CONFIG = Kind("map of config names to values", lambda v: isinstance(v, dict), _c
 CONFIG_PARAMS: tuple[Param, ...] = (
     Param("cwd", PATH, "absolute path of an existing directory (default: the daemon's cwd)"),
     Param("model", NAME, "model name"),
-    Param("reasoning", STRING, "reasoning effort", choices=("none", "minimal", "low", "medium", "high", "xhigh")),
-    Param("instructions", INSTRUCTIONS, "system instructions; `{{cwd}}` is replaced by the cwd"),
+    Param("reasoning", STRING, "reasoning effort, as the model accepts it (`echsd models`)", choices=("none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra")),
+    Param("instructions", INSTRUCTIONS, "system instructions; `{{cwd}}` is replaced by the cwd (default empty: the model's base prompt)"),
     Param("tools", TOOLS, "tool names, or edits of the default set"),
     Param("writes", STRING, "what apply_patch may do to files (default allow)", choices=("allow", "dry-run", "deny")),
     Param("approval", STRING, "which tool calls wait for approval (default never)", choices=("never", "on-request", "on-write", "always")),
@@ -262,5 +262,6 @@ CONFIG_PARAMS: tuple[Param, ...] = (
     Param("writable_roots", PATHS, "also writable under workspace-write, besides the cwd and TMPDIR (default: the daemon's)"),
     Param("approval_allow", RULES, "command prefixes run without asking, e.g. [[\"git\", \"status\"]] (besides config.toml's)"),
     Param("approval_deny", RULES, "command prefixes refused without asking (besides config.toml's)"),
+    Param("project_docs", BOOL, "send the AGENTS.md files of the cwd's repository to the model (default true; `[tuning] project_docs` false turns it off daemon-wide)"),
 )
 CONFIG_BY_NAME: dict[str, Param] = {param.name: param for param in CONFIG_PARAMS}

@@ -131,7 +131,8 @@ def test_killed_is_said_once() -> None:
 
 def test_config_pairs() -> None:
     assert parse_settings(("model=x", "tools=+a,-b", "instructions=a=b")) == {"model": "x", "tools": "+a,-b", "instructions": "a=b"}
-    for bad in (("model",), ("=x",), ("color=x",), ("reasoning=max",)):
+    assert parse_settings(("reasoning=ultra", "project_docs=false")) == {"reasoning": "ultra", "project_docs": False}
+    for bad in (("model",), ("=x",), ("color=x",), ("reasoning=maximal",), ("project_docs=maybe",)):
         with pytest.raises(click.BadParameter):
             parse_settings(bad)
 
