@@ -26,6 +26,8 @@ from echsd.threads.handlers import handles
 from echsd.threads.inputs import PendingInput
 from echsd.threads.policy import child_policy
 from echsd.threads.mailbox import Reply
+from echsd.threads.oversize import USABLE_SHARE, input_refusal, input_tokens
+from echsd.threads.prompt import input_budget
 from echsd.threads.state import parse_mode
 
 if TYPE_CHECKING:
@@ -74,6 +76,10 @@ class ActorOps:
         if self.core.config.chain and not self.services.client.endpoint.stores_responses:
             raise BadRequest(CHAIN_REFUSED)  # set before the daemon moved to such an endpoint
         client_msg_id, text = op.client_msg_id, op.text
+        window, room = input_budget(self.core.config, self.services.catalog, self.tools, subagent=self.core.parent is not None, share=USABLE_SHARE)
+        too_large = input_refusal(self.core.config.model, window, room, input_tokens(text, op.attachments or ()))
+        if too_large is not None:
+            raise BadRequest(too_large)  # it could never be sent: refused, never stored
         if client_msg_id is not None:
             previous = self.core.previous_ack(client_msg_id, text)
             if previous is None and await self._load_stored_ack(client_msg_id):
@@ -151,6 +157,12 @@ class ActorOps:
 
     @handles(Compact)
     async def op_compact(self, op: Compact, reply: Reply) -> object:
+        if self.core.turn is None:  # a history past the window cannot be sent to be compacted either: cut it first
+            _window, room = input_budget(self.core.config, self.services.catalog, self.tools, subagent=self.core.parent is not None, share=USABLE_SHARE)
+            await self.log.ready()
+            effects = self.core.fit_history(room)
+            if effects is not None:
+                self.commit(effects)
         token, items = self.core.begin_compaction()
         assert self._nursery is not None
         self._compaction_scope = scope = trio.CancelScope()

@@ -64,16 +64,20 @@ class Conversation:
 
     def prune(self, fx: Effects, keep: Sequence[dict[str, Any]], reason: str) -> int:
         """Replace the history by ``keep`` (a subset of it); ``history.pruned`` says why."""
-        history = self._loaded()
-        removed = len(history) - len(keep)
+        removed = len(self._loaded()) - len(keep)
         if removed <= 0:
             return 0
-        self.items = list(keep)
+        self.rewrite(fx, keep, reason)
+        return removed
+
+    def rewrite(self, fx: Effects, items: Sequence[dict[str, Any]], reason: str) -> None:
+        """Replace the history by ``items`` (fewer, or cut down); ``history.pruned`` says why."""
+        history = self._loaded()
+        self.items = list(items)
         self.compaction = None  # a compaction planned on the old history counts for nothing
         self.measured = self.anchor = None
         fx.emit(HistoryPruned, {"items_before": len(history), "items_after": len(self.items), "reason": reason})
         fx.statements.append(ops.replace_items(self.thread_id, list(self.items)))
-        return removed
 
     def measure(self, tokens: int) -> None:
         """The endpoint reported how many tokens the context now holds."""

@@ -16,6 +16,7 @@ from echsd.errors import Conflict, InvalidState
 from echsd.store import InputRow, ops
 from echsd.threads.compaction import AUTO_KEEP_USER_TURNS
 from echsd.threads.context import is_context_message
+from echsd.threads.oversize import fit_items
 from echsd.threads.effects import Effects, TurnEnd
 from echsd.threads.state import ThreadState, Trigger, transition
 
@@ -125,3 +126,16 @@ class HistoryDecisions:
 
     def abort_compaction(self, token: int) -> None:
         self.conversation.abort_compaction(token)
+
+    def fit_history(self, target: int) -> Effects | None:
+        """Cut the history's largest texts in the middle until it is about ``target`` tokens
+        (a history past its model's window: ``oversize.py``); None when it fits already."""
+        if self.compaction is not None or not self.history:
+            return None
+        fitted = fit_items(self.history, target)
+        if fitted is None:
+            return None
+        items, cut = fitted
+        fx = Effects()
+        self.conversation.rewrite(fx, items, f"{cut} item(s) cut in the middle to fit the model's context window")
+        return fx

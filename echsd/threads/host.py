@@ -58,6 +58,12 @@ class TurnHost(Protocol):
     def context_full(self) -> bool:
         """The next request would pass the model's compaction threshold."""
 
+    def context_tokens(self) -> int:
+        """How many tokens the history takes, as best known (the last response's count and an estimate since)."""
+
+    async def fit_window(self, target: int) -> bool:
+        """Cut the history's largest texts down to about ``target`` tokens; False if it fit (or nothing could be cut)."""
+
     async def compact(self, reason: str) -> bool:
         """Compact all but the last user turn; False if there was nothing to compact (or the
         endpoint failed at it: the turn goes on and may still fit)."""

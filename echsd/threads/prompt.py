@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from echsd.codex import ModelCatalog
 from echsd.threads.autorun import instructions_note
 from echsd.threads.config import ThreadConfig
+from echsd.threads.oversize import tokens_of
+from echsd.tools.registry import ToolRegistry
 
 SUBAGENT_NOTE = """
 
@@ -26,3 +29,18 @@ def request_instructions(config: ThreadConfig, base_prompt: str, *, subagent: bo
     if run:
         text += instructions_note(run)
     return text
+
+
+def prompt_and_tools(config: ThreadConfig, catalog: ModelCatalog, registry: ToolRegistry, *, subagent: bool) -> tuple[str, list[dict[str, Any]]]:
+    """The instructions (without a run's note) and tool specs a request of this thread carries."""
+    custom_tools = catalog.get(config.model).custom_tools
+    tools = [tool.spec.to_model(custom_tools=custom_tools) for tool in registry.offered(config.tools, config.mcp)]
+    return request_instructions(config, catalog.prompt(config.model), subagent=subagent, run=None), tools
+
+
+def input_budget(config: ThreadConfig, catalog: ModelCatalog, registry: ToolRegistry, *, subagent: bool, share: float) -> tuple[int, int]:
+    """(the model's window, what of ``share`` of it is left for the history once the prompt and
+    the tools are counted): the room ``oversize`` measures inputs and histories against."""
+    instructions, tools = prompt_and_tools(config, catalog, registry, subagent=subagent)
+    window = catalog.get(config.model).context_window
+    return window, int(window * share) - tokens_of(instructions) - tokens_of(tools)

@@ -39,9 +39,11 @@ from echsd.codex import (
     TextDelta,
 )
 from echsd.logs import get_logger
+from echsd.threads.autorun import instructions_note
 from echsd.threads.history import CALL_TYPES
 from echsd.threads.host import TurnHost
-from echsd.threads.prompt import request_instructions
+from echsd.threads.oversize import USABLE_SHARE
+from echsd.threads.prompt import input_budget, prompt_and_tools
 from echsd.threads.tool_runner import run_tool_calls
 
 log = get_logger(__name__)
@@ -78,15 +80,13 @@ async def _loop(host: TurnHost) -> None:
 
 def build_request(host: TurnHost) -> ResponsesRequest:
     config = host.config
-    catalog = host.client.catalog
-    custom_tools = catalog.get(config.model).custom_tools
-    tools = [tool.spec.to_model(custom_tools=custom_tools) for tool in host.tools.offered(config.tools, config.mcp)]
     run = host.autorun
+    instructions, tools = prompt_and_tools(config, host.client.catalog, host.tools, subagent=host.parent is not None)
     anchor = host.chain_anchor
     history = host.history
     return ResponsesRequest(
         model=config.model,
-        instructions=request_instructions(config, catalog.prompt(config.model), subagent=host.parent is not None, run=run),
+        instructions=instructions + (instructions_note(run) if run else ""),
         input=list(history[anchor[1] :] if anchor else history),
         previous_response_id=anchor[0] if anchor else None,
         store=config.chain and host.client.endpoint.stores_responses,
@@ -101,15 +101,26 @@ def build_request(host: TurnHost) -> ResponsesRequest:
 Calls = tuple[list[dict[str, Any]], dict[str, str]]  # a response's calls; renamed repeats -> the call_id they repeated
 
 
+def _room(host: TurnHost, share: float) -> int:
+    """Tokens the history may take in ``share`` of the model's window, the prompt and tools counted."""
+    return input_budget(host.config, host.client.catalog, host.tools, subagent=host.parent is not None, share=share)[1]
+
+
 async def _fitting_response(host: TurnHost) -> Calls:
-    """One response, compacting first when the context is nearly full, and once more (then
-    retrying) when the endpoint says it is too long. At most one compaction per request, so
-    a history that cannot shrink fails the turn instead of looping."""
+    """One response. A history past the model's window is cut down first (``oversize``);
+    one nearly full is compacted first, and compacted once more (then retried) when the
+    endpoint says it is too long, or, when that cannot help, cut down to half the window.
+    At most once each per request, so a history that cannot shrink fails the turn instead
+    of looping."""
+    room = _room(host, USABLE_SHARE)
+    if host.context_tokens() > room:
+        await host.fit_window(room)
     compacted = host.context_full() and await host.compact("auto")
     try:
         return await _one_response(host)
     except ContextWindowExceeded:
-        if compacted or not await host.compact("context_length_exceeded"):
+        recovered = (not compacted and await host.compact("context_length_exceeded")) or await host.fit_window(_room(host, 0.5))
+        if not recovered:
             raise
     return await _one_response(host)
 

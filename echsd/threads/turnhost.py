@@ -101,6 +101,17 @@ class ActorTurnHost:
         )
         self.core.add_usage(counts, cost)
 
+    def context_tokens(self) -> int:
+        return self.core.context_tokens()
+
+    async def fit_window(self, target: int) -> bool:
+        await self.log.ready()
+        effects = self.core.fit_history(target)
+        if effects is None:
+            return False
+        self.commit(effects)
+        return True
+
     def context_full(self) -> bool:
         return self.core.context_tokens() >= self.client.catalog.get(self.core.config.model).compact_at
 
