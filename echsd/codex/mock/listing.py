@@ -58,7 +58,8 @@ def api_listing(models: Mapping[str, ListedModel]) -> dict[str, Any]:
 
 def backend_listing(models: Mapping[str, ListedModel], script: Script | None) -> tuple[dict[str, Any], str]:
     """The backend's list and its ETag."""
-    offered = [*shipped_tables().get("listing", {}).get("chatgpt", ()), *(m.name for m in script.models if script is not None)]
+    scripted = script.models if script is not None else ()
+    offered = [*shipped_tables().get("listing", {}).get("chatgpt", ()), *(model.name for model in scripted)]
     entries = [_backend_entry(models[name], priority) for priority, name in enumerate(dict.fromkeys(offered)) if name in models]
     body = {"models": entries}
     return body, '"' + hashlib.sha256(orjson.dumps(body)).hexdigest()[:16] + '"'

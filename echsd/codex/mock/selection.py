@@ -11,6 +11,7 @@ directive fails only the requests it is the last user message of.
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
@@ -21,6 +22,8 @@ from echsd.codex.mock.script import Conditions, Script, ScriptError, Step, parse
 _MODEL_OUTPUT_TYPES = frozenset({"reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 _COMPACTION_PREFIX = "mockcmp:"
 DONE_TEXT = "done"
+SESSION_PLACEHOLDER = "$SESSION_ID"  # in a call's arguments: the last exec session the input names
+_SESSION = re.compile(r"session ID (\d+)")
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,23 @@ def _steps_for(script: Script | None, users: list[str]) -> tuple[str, tuple[Step
     return "default", script.default, script.conditions
 
 
+def with_session_id(step: Step, items: list[Any]) -> Step:
+    """``step`` with ``"$SESSION_ID"`` in its calls' arguments replaced by the number of the last
+    exec session a tool output of ``items`` names ("Process running with session ID 123"),
+    so a script can drive a session whose id it cannot know in advance."""
+    if not any(SESSION_PLACEHOLDER in call.arguments for call in step.calls):
+        return step
+    outputs = [item["output"] for item in items if isinstance(item, dict) and isinstance(item.get("output"), str)]
+    found = [number for output in outputs for number in _SESSION.findall(output)]
+    if not found:
+        return step
+    calls = tuple(
+        replace(call, arguments=call.arguments.replace(f'"{SESSION_PLACEHOLDER}"', found[-1]).replace(SESSION_PLACEHOLDER, found[-1]))
+        for call in step.calls
+    )
+    return replace(step, calls=calls)
+
+
 def select(script: Script | None, items: list[Any]) -> Selection:
     """The step that answers a request with this ``input`` (and the endpoint's conditions)."""
     users = [message_text(item) for item in items if is_user_message(item)]
@@ -144,7 +164,7 @@ def select(script: Script | None, items: list[Any]) -> Selection:
     round_index = sum(segment_rounds(items)[-1:])
     if round_index >= len(steps):
         return Selection(Step(text=DONE_TEXT), None, conditions)
-    step = steps[round_index]
+    step = with_session_id(steps[round_index], items)
     if not step.has_content:
         step = replace(step, text=echo_text(users))
     return Selection(step, (source, round_index), conditions)
