@@ -49,3 +49,16 @@ def test_relative_links_lead_to_files() -> None:
     targets = re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", README)
     missing = [target for target in targets if not (root / target).exists()]
     assert targets and missing == []
+
+
+def test_the_model_section_matches_the_catalog() -> None:
+    from echsd.codex.catalog import default_catalog
+
+    models = README.split("### Models", 1)[1].split("\n### ", 1)[0]
+    catalog = default_catalog()
+    for provider in ("codex", "openai"):
+        assert f"`{catalog.recommended(provider)}`" in models
+    family = sorted(info.model for info in catalog.models() if info.family == "gpt-6")
+    assert family and sorted(set(re.findall(r"`(gpt-6[^`]*)`", models)) - {"gpt-6*"}) == family
+    for layer in ("family rules", "shipped", "endpoint", "config", "SOURCE", "models-cache.json"):
+        assert layer in models, layer
