@@ -207,14 +207,14 @@ async def test_echsd_differs_from_codex_0169_only_as_documented(tmp_path: Path) 
 
 async def run(daemon: Any, mock: Any, repo: Path, scenario: Scenario) -> dict[str, Any]:
     create = {"cwd": str(repo), "model": scenario.model} | ({"reasoning": scenario.reasoning} if scenario.reasoning else {})
-    tid = (await daemon.service.create(**create))["thread_id"]
+    tid = (await daemon.ops.create_thread(**create))["thread_id"]
     text = "run it" + ("\n" + mock_directive(scenario.steps) if scenario.steps else "")
     async with Watch(daemon, tid) as watch:
-        await daemon.service.send(tid, text)
+        await daemon.ops.send(tid, text)
         end = await watch.wait_for(lambda e: e.type in ("turn.completed", "turn.error"), timeout=30)
     assert end.type == "turn.completed", (scenario.name, end.data)
     if scenario.compaction:
-        await daemon.service.compact(tid)
+        await daemon.ops.compact(tid)
     mine = [r for r in mock.requests if r.headers.get("thread-id") == tid]
     if scenario.compaction:
         mine = [r for r in mine if r.path.endswith("/compact")]
