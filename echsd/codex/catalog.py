@@ -39,6 +39,7 @@ log = get_logger(__name__)
 
 _DATED = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 SHIPPED = "the shipped catalog"
+MAX_JUDGED = 1024  # models judged by their family, remembered
 
 
 class ModelCatalog:
@@ -142,6 +143,9 @@ class ModelCatalog:
             return info
         info = self._judged.get(model)
         if info is None:
+            if len(self._judged) >= MAX_JUDGED:  # names come from clients: keep the memos bounded
+                self._judged.clear()
+                self._warned.clear()
             info = self._judged[model] = self._merged(model, known=False)
         if model not in self._warned:
             self._warned.add(model)

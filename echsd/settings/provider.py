@@ -55,7 +55,7 @@ def url_problem(value: object) -> str | None:
         return f"not a valid URL: {exc}"
     host, colon, port_text = parts.netloc.rpartition("@")[2].rpartition(":")
     if colon and not host.endswith("]") and "]" not in port_text:
-        if port_text and not port_text.isdigit():
+        if not port_text.isdigit():
             return f"port {port_text!r} is not a number"
         if not 1 <= int(port_text) <= 65535:
             return f"port {port_text} is out of range (1-65535)"

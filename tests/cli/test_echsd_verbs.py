@@ -36,6 +36,7 @@ def test_token_says_when_it_creates_the_state_dir(tmp_path: Path) -> None:
 def test_a_malformed_base_url_is_refused_in_one_line_by_serve_and_probe(tmp_path: Path) -> None:
     for url, reason in (
         ("http://127.0.0.1:abc/v1", "port 'abc' is not a number"),
+        ("http://127.0.0.1:/v1", "port '' is not a number"),  # a port variable left empty
         ("http://127.0.0.1:70000/v1", "port 70000 is out of range"),
         ("http:///v1", "it has no host"),
         ("http://[::1/v1", "not a valid URL"),

@@ -20,7 +20,7 @@ from tests.cli.helpers import client_for, echs
 from tests.cluster.conftest import Nodes
 from tests.cluster.test_any_node import collect_until, turn_ended
 from tests.cluster.test_failover import Follower
-from tests.helpers import mock_directive
+from tests.helpers import conversation, mock_directive
 
 WAIT_S = 30.0
 SLOW = {"text": "".join(f"w{i} " for i in range(200)), "deltas": 200, "delay_ms": 50}
@@ -38,7 +38,7 @@ async def test_each_thread_operation_through_node_b(nodes: Nodes, tmp_path: Path
         await on_b.request("thread.send", {"thread_id": tid, "text": "first"})
         await collect_until(on_b, tid, turn_ended, [])
         history = await on_b.request("thread.history", {"thread_id": tid})
-        assert [item.get("role") for item in history][:2] == ["user", "assistant"]
+        assert [item.get("role") for item in conversation(history)][:2] == ["user", "assistant"]
         assert await on_b.request("thread.history", {"thread_id": tid}) == await on_a.request("thread.history", {"thread_id": tid})
 
         # events, tree, echs show
