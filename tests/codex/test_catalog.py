@@ -13,6 +13,7 @@ import structlog
 from echsd.codex.catalog import COMPACT_SHARE, REASONING_EFFORTS, ModelCatalog, default_catalog, shipped_tables
 from echsd.errors import BadRequest
 from echsd.settings import SettingsError, load_catalog_setting, load_settings
+from echsd.tools.registry import builtin_tools, default_tool_names
 
 
 CODEX_MODELS = Path(__file__).parents[2].parent / "shared" / "conformance" / "codex-0.169" / "models.json"
@@ -231,3 +232,14 @@ def test_settings_read_auth_json_through_the_one_reader(tmp_path: Path) -> None:
     assert codex_auth_has_tokens(tmp_path)
     (tmp_path / "auth.json").write_text("not json")
     assert not codex_auth_has_tokens(tmp_path)
+
+
+def test_the_base_prompt_teaches_our_tools_and_how_to_finish() -> None:
+    catalog = default_catalog()
+    prompt = catalog.prompt("gpt-6.1-sol")
+    missing = [name for name in default_tool_names(builtin_tools()) if f"`{name}`" not in prompt]
+    assert missing == []
+    for teaching in ("%%DONE%%", "AGENTS.md", "<environment_context>", "require_escalated", "session_id", "*** Begin Patch"):
+        assert teaching in prompt, teaching
+    assert "{{cwd}}" in prompt  # filled in per request
+    assert catalog.prompt("gpt-4.1").startswith(prompt.rstrip()) and "no hidden reasoning" in catalog.prompt("gpt-4.1")
