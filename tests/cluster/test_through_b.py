@@ -107,7 +107,7 @@ async def test_each_thread_operation_through_node_b(nodes: Nodes, tmp_path: Path
             raise AssertionError("a killed thread took input")
 
 
-async def test_a_parent_on_node_a_waits_for_its_child_on_node_b(nodes: Nodes) -> None:
+async def test_a_parent_on_node_a_waits_for_lists_steers_and_kills_its_child_on_node_b(nodes: Nodes) -> None:
     a = nodes.start("node-a")
     b = nodes.start("node-b")
     async with client_for(a.state_dir) as on_a, client_for(b.state_dir) as on_b:
@@ -119,10 +119,11 @@ async def test_a_parent_on_node_a_waits_for_its_child_on_node_b(nodes: Nodes) ->
         listed = {"name": "list_agents", "arguments": {}}
         wait = {"name": "wait_agents", "arguments": {"agent_ids": [child], "timeout_ms": 20_000}}
         steer = {"name": "send_to_agent", "arguments": {"agent_id": child, "message": "and one more"}}
+        kill = {"name": "kill_agent", "arguments": {"agent_id": child}}
         follower = Follower()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(follower.run, on_a, parent)
-            await on_a.request("thread.send", {"thread_id": parent, "text": mock_directive([{"calls": [listed, wait]}, {"calls": [steer]}, {"text": "done"}])})
+            await on_a.request("thread.send", {"thread_id": parent, "text": mock_directive([{"calls": [listed, wait]}, {"calls": [steer]}, {"calls": [kill]}, {"text": "done"}])})
             await follower.wait_for(lambda e: e["event"] == "turn.completed")
             nursery.cancel_scope.cancel()
         outputs = {e["data"]["name"]: json.loads(e["data"]["output"]) for e in follower.events if e["event"] == "tool.completed"}
@@ -133,6 +134,8 @@ async def test_a_parent_on_node_a_waits_for_its_child_on_node_b(nodes: Nodes) ->
             {"agent_id": child, "agent_type": None, "state": "idle", "status": "completed", "final_message": "child answer here"}
         ]
         assert outputs["send_to_agent"]["disposition"] in ("started", "queued")
+        assert outputs["kill_agent"] == {"agent_id": child, "killed": [child]}
+        assert (await on_b.request("thread.get", {"thread_id": child}))["state"] == "killed"
         completed = [e for e in follower.events if e["event"] == "subagent.completed"]
         assert completed and completed[0]["data"]["agent_id"] == child
 
