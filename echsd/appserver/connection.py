@@ -39,6 +39,7 @@ from echsd.appserver.context import AppContext
 from echsd.appserver.feed import ThreadFeed
 from echsd.appserver.ids import thread_id_of
 from echsd.appserver.framing import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RpcError
+from echsd.appserver.intake import Intake
 from echsd.appserver.outbox import DROPPABLE, Outbox
 from echsd.appserver.presence import PROBE_EVENTS, untouched
 from echsd.appserver.sending import send_frames
@@ -52,7 +53,7 @@ from echsd.wire.shell import heartbeat, outbound_bytes
 
 log = get_logger(__name__)
 
-MAX_IN_FLIGHT = 64  # requests of one connection being answered at once
+CLOSE_WAIT_S = 2.0  # for the close frame of a connection that overflowed
 REMEMBERED_CLIENT_IDS = 4096
 _ids = itertools.count(1)
 
@@ -102,6 +103,9 @@ class Connection:
         self.client_ids: dict[str, str] = {}  # input id -> the client's message id
         soft, hard = outbound_bytes(context.settings.tuning)
         self.outbox = Outbox(soft_bytes=soft, hard_bytes=hard)  # the native wire's budget
+        tuning = context.settings.tuning
+        self.intake = Intake(self.outbox, tuning.app_server_requests, tuning.max_message_bytes, context.history_reads)
+        self._closing = False
         self._attaching: dict[str, trio.Event] = {}
         self._asked: dict[int, _Asked] = {}
         self._asked_ids = itertools.count()
@@ -145,13 +149,12 @@ class Connection:
             self._log.info("kept a thread the client started", thread_id=thread_id, reason=exc.message)
 
     async def _read_frames(self, nursery: trio.Nursery) -> None:
-        slots = trio.Semaphore(MAX_IN_FLIGHT)
         try:
             while True:
                 incoming = framing.decode(await self.ws.get_message())
                 if isinstance(incoming, framing.Request):
-                    await slots.acquire()
-                    nursery.start_soon(self._answer, incoming, slots)
+                    await self.intake.admit()
+                    nursery.start_soon(self._answer, incoming)
                 elif isinstance(incoming, framing.Response):
                     self._on_response(incoming)
                 elif isinstance(incoming, framing.FrameProblem):
@@ -164,18 +167,27 @@ class Connection:
     async def _write_frames(self, scope: trio.CancelScope) -> None:
         try:
             while True:
-                if self.outbox.overflowed:
-                    self._log.warning("client too slow: its backlog overflowed; closing the connection")
-                    await self.ws.aclose(1008, "backlog overflow: reconnect and resume")
-                    scope.cancel()
-                    return
                 if not self.outbox:
                     self._wake = trio.Event()
                     await self._wake.wait()
                     continue
                 await send_frames(self.ws, self.outbox.take())
+                self.outbox.sent()
+                self.intake.moved()
         except ConnectionClosed:
             scope.cancel()
+
+    async def _close_overflowed(self) -> None:
+        """Close a connection whose notifications overflowed: with 1008 if the close frame
+        gets through (the writer may be stuck on a client that reads nothing), then end it."""
+        self._log.warning("client too slow: its backlog overflowed; closing the connection")
+        with trio.move_on_after(CLOSE_WAIT_S):
+            try:
+                await self.ws.aclose(1008, "backlog overflow: reconnect and resume")
+            except ConnectionClosed:
+                pass
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
 
     def _silent(self) -> None:
         self._log.info("no pong from the app-server client; closing the connection")
@@ -188,14 +200,35 @@ class Connection:
 
     def _push(self, message: dict[str, Any], *, droppable: bool = False) -> None:
         self.outbox.push(framing.encode(message), droppable=droppable)
+        if self.outbox.overflowed and not self._closing and self._nursery is not None:
+            self._closing = True
+            self._nursery.start_soon(self._close_overflowed)
+        self._wake_writer()
+
+    def _push_answer(self, message: dict[str, Any]) -> None:
+        self.outbox.push_answer(framing.encode(message))
+        self._wake_writer()
+
+    def _wake_writer(self) -> None:
         if not self._wake.is_set():
             self._wake.set()
 
     def respond(self, request_id: framing.RequestId, result: Any) -> None:
-        self._push(framing.result(request_id, result))
+        frame = framing.encode(framing.result(request_id, result))
+        if self.intake.too_large(len(frame)):
+            limit = self.intake.answer_bytes
+            self.fail(
+                request_id,
+                INVALID_REQUEST,
+                f"the answer is {len(frame):,} bytes, more than the limit of {limit:,} bytes ([tuning] max_message_bytes): "
+                "ask for less (thread/turns/list and thread/items/list read a thread in pages)",
+            )
+            return
+        self.outbox.push_answer(frame)
+        self._wake_writer()
 
     def fail(self, request_id: framing.RequestId, code: int, message: str) -> None:
-        self._push(framing.error(request_id, code, message))
+        self._push_answer(framing.error(request_id, code, message))
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         if method not in self.opted_out:
@@ -213,7 +246,7 @@ class Connection:
 
     # -- requests -------------------------------------------------------------------------------
 
-    async def _answer(self, request: framing.Request, slots: trio.Semaphore) -> None:
+    async def _answer(self, request: framing.Request) -> None:
         try:
             handler = self.context.methods.get(request.method)
             if request.method != "initialize" and not self.initialized:
@@ -238,7 +271,7 @@ class Connection:
             elif outcome is not ANSWERED:
                 self.respond(request.id, outcome)
         finally:
-            slots.release()
+            self.intake.done()
 
     def _on_problem(self, problem: framing.FrameProblem) -> None:
         self._log.info("bad frame from an app-server client", problem=problem.message)
@@ -299,7 +332,7 @@ class Connection:
         request_id = next(self._asked_ids)
         thread_uuid = str(ask.params["threadId"])
         self._asked[request_id] = _Asked(ask.approval_id, thread_id_of(thread_uuid) or "", thread_uuid)
-        self._push(framing.server_request(request_id, ask.method, ask.params))
+        self._push_answer(framing.server_request(request_id, ask.method, ask.params))
 
     def _withdraw(self, approval_id: str) -> None:
         for request_id, asked in list(self._asked.items()):

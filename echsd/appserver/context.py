@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
+import trio
+
+from echsd.appserver.intake import HISTORY_READS
 from echsd.appserver.presence import Presence
 from echsd.router import ThreadRouter
 from echsd.settings import Settings
@@ -21,3 +24,4 @@ class AppContext:
     settings: Settings
     methods: dict[str, Handler]
     presence: Presence = field(default_factory=Presence)
+    history_reads: trio.CapacityLimiter = field(default_factory=lambda: trio.CapacityLimiter(HISTORY_READS))  # daemon-wide

@@ -16,6 +16,13 @@ a thread, not all of it, and is the same as a replay of the whole log would give
 Pages are newest first unless ``sortDirection`` is ``asc``. A cursor is opaque: the
 ``turn.started`` seq of a turn, an item's index in it, and the cwd there; an item list
 also takes ``{"type": "item", "itemId"}`` to continue after that item.
+
+What one request holds is bounded in bytes (``[tuning] max_message_bytes``, the answer
+limit): a replay stops once it has read ``REPLAY_FACTOR`` times that much of the log
+(``ReplayTooLarge``); a page that would need more is asked again for half as many turns or
+items, and a page is cut to half the answer limit (at least one entry), the rest left for
+its ``nextCursor``. Only a whole thread's turns (``thread/read``, ``thread/resume``), or
+one turn, past the limit are refused, with the way to read them in pages.
 """
 
 from __future__ import annotations
@@ -24,9 +31,11 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, TypeVar
 
-from echsd.appserver.framing import INVALID_PARAMS, RpcError
+import orjson
+
+from echsd.appserver.framing import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from echsd.appserver.stored import cwd_before, is_turn_start, scan_back, stored_pages
 from echsd.appserver.translate import ThreadTranslator
 from echsd.appserver.turns import Entry, TurnView
@@ -40,6 +49,15 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000
 FIRST_TURNS = 4  # turns replayed first for a page of items; twice as many each time short
 CURSOR_PREFIX = "ec1."
+REPLAY_FACTOR = 2  # a replay reads at most this many times the answer limit of the log (deltas and the items they make)
+T = TypeVar("T")
+
+
+class ReplayTooLarge(RpcError):
+    """A replay read more of the log than one answer may hold."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(INVALID_REQUEST, message)
 
 
 @dataclass(frozen=True)
@@ -86,20 +104,28 @@ class Located:
 class Past:
     """One thread's past, for one request."""
 
-    def __init__(self, context: AppContext, thread: Mapping[str, Any]) -> None:
+    def __init__(self, context: AppContext, thread: Mapping[str, Any], answer_bytes: int) -> None:
         self.ops = context.router
         self.thread_id = str(thread["thread_id"])
         self.end = int(thread.get("last_seq") or 0) + 1  # the seq the next event will have
         self.cwd = str((thread.get("config") or {}).get("cwd") or "")
+        self.answer_bytes = answer_bytes
+        self.replay_bytes = REPLAY_FACTOR * answer_bytes
 
     @classmethod
     async def open(cls, conn: Connection, thread_id: str) -> Past:
         """The thread's past as it is now (wherever it runs)."""
-        return cls(conn.context, await conn.run_op(Get(thread_id=thread_id)))
+        return cls(conn.context, await conn.run_op(Get(thread_id=thread_id)), conn.intake.answer_bytes)
 
     async def everything(self) -> ThreadTranslator:
         """The whole log replayed (for the requests that ask for every turn)."""
-        translator, _ = await self.replay(1)
+        try:
+            translator, _ = await self.replay(1)
+        except ReplayTooLarge:
+            raise ReplayTooLarge(
+                f"the turns of thread {self.thread_id} are more than an answer may hold ({self.answer_bytes:,} bytes, "
+                "[tuning] max_message_bytes): read them in pages with thread/turns/list"
+            ) from None
         return translator
 
     async def turns_page(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -108,26 +134,61 @@ class Past:
         if cursor is not None and not isinstance(cursor, str):
             raise RpcError(INVALID_PARAMS, f"unknown cursor {cursor!r}: pass back a nextCursor this server returned")
         at = Position.decode(cursor) if cursor is not None else None
-        if desc:
-            turns, more = await self._turns_before(at, limit)
-            turns.reverse()
-        else:
-            turns, more = await self._turns_from(at, limit)
+
+        async def read(count: int) -> tuple[list[TurnView], bool]:
+            if desc:
+                turns, more = await self._turns_before(at, count)
+                return turns[::-1], more
+            return await self._turns_from(at, count)
+
+        turns, more = await self._fewer_if_too_large(read, limit, "turns")
+        shown, cut = self._within_page([turn.to_turn(view) for turn in turns])
+        turns, more = turns[: len(shown)], more or cut
         next_cursor = Position(turns[-1].seq, -1, turns[-1].cwd).encode() if more and turns else None
-        return {"data": [turn.to_turn(view) for turn in turns], "nextCursor": next_cursor, "backwardsCursor": None}
+        return {"data": shown, "nextCursor": next_cursor, "backwardsCursor": None}
 
     async def items_page(self, params: Mapping[str, Any]) -> dict[str, Any]:
         limit, desc = limit_of(params), descending(params)
         at = await self._item_cursor(params.get("cursor"))
         turn_id = params.get("turnId")
-        if turn_id is not None:
-            located, more = await self._items_of_turn(str(turn_id), at, limit, desc)
-        elif desc:
-            located, more = await self._items_before(at, limit)
-        else:
-            located, more = await self._items_from(at, limit)
+
+        async def read(count: int) -> tuple[list[Located], bool]:
+            if turn_id is not None:
+                return await self._items_of_turn(str(turn_id), at, count, desc)
+            if desc:
+                return await self._items_before(at, count)
+            return await self._items_from(at, count)
+
+        located, more = await self._fewer_if_too_large(read, limit, "items")
+        shown, cut = self._within_page([item.to_entry() for item in located])
+        located, more = located[: len(shown)], more or cut
         next_cursor = located[-1].position.encode() if more and located else None
-        return {"data": [item.to_entry() for item in located], "nextCursor": next_cursor, "backwardsCursor": None}
+        return {"data": shown, "nextCursor": next_cursor, "backwardsCursor": None}
+
+    async def _fewer_if_too_large(self, read: Callable[[int], Awaitable[tuple[list[T], bool]]], limit: int, what: str) -> tuple[list[T], bool]:
+        """``read(limit)``; while its replay is too large, ``read`` half as many (the rest
+        is the next page's). One entry that is too large alone is refused."""
+        while True:
+            try:
+                found, more = await read(limit)
+            except ReplayTooLarge:
+                if limit <= 1:
+                    raise ReplayTooLarge(
+                        f"one of the {what} of thread {self.thread_id} is more than an answer may hold "
+                        f"({self.answer_bytes:,} bytes, [tuning] max_message_bytes)"
+                    ) from None
+                limit //= 2
+                continue
+            return found, more
+
+    def _within_page(self, shown: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+        """The first entries that fit half the answer limit (at least one); whether any were cut."""
+        budget, size = self.answer_bytes // 2, 0
+        for index, entry in enumerate(shown):
+            size += len(orjson.dumps(entry))
+            if index and size > budget:
+                return shown[:index], True
+        return shown, False
 
     # -- turns ------------------------------------------------------------------------------
 
@@ -156,7 +217,7 @@ class Past:
     async def _items_before(self, at: Position | None, limit: int) -> tuple[list[Located], bool]:
         """The ``limit`` items before ``at`` (the newest if None), newest first: the newest
         turns are replayed, more of them until there are enough items."""
-        count = FIRST_TURNS
+        count = min(FIRST_TURNS, max(limit, 1))
         while True:
             starts = await scan_back(self.ops, self.thread_id, at.seq + 1 if at else self.end, is_turn_start, count)
             if not starts:
@@ -239,11 +300,15 @@ class Past:
             translator.cwd = seed[0]
         watch_until = seed[1] if seed is not None else 0  # cwd changes before this seq matter
         following = False
+        read, budget = 0, self.replay_bytes
         async for page in stored_pages(self.ops, self.thread_id, after=start - 1):
             for envelope in page:
                 if not following and is_turn_start(envelope) and translator.turns:
                     following = (through is not None and envelope["seq"] > through) or (enough is not None and enough(translator))
                 if not following:
+                    read += len(orjson.dumps(envelope))
+                    if read > budget:
+                        raise ReplayTooLarge(f"the replay read more than {budget:,} bytes of the log")
                     translator.feed(envelope)
                     continue
                 translator.follow(envelope)

@@ -80,7 +80,10 @@ async def thread_resume(conn: Connection, request: Request) -> Reply:
     thread_id = thread_param(request.params)
     echsd_thread = await conn.run_op(Get(thread_id=thread_id))
     feed = await conn.attach(thread_id)
-    turns = [] if request.params.get("excludeTurns") else [turn.to_turn() for turn in (await (await Past.open(conn, thread_id)).everything()).turns]
+    turns: list[dict[str, Any]] = []
+    if not request.params.get("excludeTurns"):
+        async with conn.intake.history():
+            turns = [turn.to_turn() for turn in (await (await Past.open(conn, thread_id)).everything()).turns]
     preview = await preview_of(conn, thread_id)
     thread = shapes.thread_object(echsd_thread, provider=_provider(conn), preview=preview, status=feed.translator.status, turns=turns)
     return Reply(shapes.session(thread, echsd_thread, _provider(conn)), then=await usage_so_far(conn, echsd_thread))
@@ -105,8 +108,9 @@ async def thread_read(conn: Connection, request: Request) -> dict[str, Any]:
     thread_id = thread_param(request.params)
     echsd_thread = await conn.run_op(Get(thread_id=thread_id))
     if request.params.get("includeTurns"):
-        past = await (await Past.open(conn, thread_id)).everything()
-        preview, status, turns = (past.first_user_text or "")[:PREVIEW_CHARS], past.status, [t.to_turn() for t in past.turns]
+        async with conn.intake.history():
+            past = await (await Past.open(conn, thread_id)).everything()
+            preview, status, turns = (past.first_user_text or "")[:PREVIEW_CHARS], past.status, [t.to_turn() for t in past.turns]
     else:
         waiting = bool(await conn.run_op(ListApprovals(thread_id=thread_id)))
         preview, status, turns = await preview_of(conn, thread_id), status_object(str(echsd_thread["state"]), waiting), []
@@ -115,11 +119,13 @@ async def thread_read(conn: Connection, request: Request) -> dict[str, Any]:
 
 
 async def thread_turns_list(conn: Connection, request: Request) -> dict[str, Any]:
-    return await (await Past.open(conn, thread_param(request.params))).turns_page(request.params)
+    async with conn.intake.history():
+        return await (await Past.open(conn, thread_param(request.params))).turns_page(request.params)
 
 
 async def thread_items_list(conn: Connection, request: Request) -> dict[str, Any]:
-    return await (await Past.open(conn, thread_param(request.params))).items_page(request.params)
+    async with conn.intake.history():
+        return await (await Past.open(conn, thread_param(request.params))).items_page(request.params)
 
 
 async def thread_list(conn: Connection, request: Request) -> dict[str, Any]:

@@ -45,6 +45,7 @@ class Tuning:
     max_message_bytes: int = _knob(16 * MIB, 64 * 1024, 256 * MIB)  # wire frame limit, both ways (the client takes 256 MiB)
     client_queue_events: int = _knob(10_000, 100, 10**7)  # per-connection backlog before events.gap
     client_queue_bytes: int = _knob(32 * MIB, 1 * MIB, 1024 * MIB)  # ... and its size
+    app_server_requests: int = _knob(64, 1, 10_000)  # an app-server connection's requests answered at once (more wait to be read)
     heartbeat_s: float = _knob(15.0, 0.05, 3600.0, off=True)
     hello_timeout_s: float = _knob(10.0, 0.1, 300.0)  # connect to a good hello, or the connection is closed
     blackboard_max_value_bytes: int = _knob(1 * MIB, 1024, 64 * MIB)  # one blackboard value, as JSON text

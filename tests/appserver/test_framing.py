@@ -98,3 +98,18 @@ def test_outbox_drops_deltas_first_and_overflows_on_the_rest() -> None:
     assert box.take() == ["a" * 8, "c" * 8] and box.bytes == 0
     box.push("d" * 21)
     assert box.overflowed and not box
+
+
+def test_outbox_keeps_every_answer_and_counts_it_until_sent() -> None:
+    box = Outbox(soft_bytes=10, hard_bytes=20)
+    box.push_answer("r" * 50)  # past both budgets: an answer is never dropped
+    box.push("n" * 8)
+    assert not box.overflowed and box.answer_bytes == 50 and box.bytes == 8
+    assert box.take() == ["r" * 50, "n" * 8]
+    assert box.answer_bytes == 50  # taken, not yet sent: still held
+    box.push_answer("s" * 5)
+    box.sent()
+    assert box.answer_bytes == 5  # only what the writer sent is let go
+    assert box.take() == ["s" * 5]
+    box.sent()
+    assert box.answer_bytes == 0
