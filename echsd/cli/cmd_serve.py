@@ -41,10 +41,11 @@ def serve(log_level: str | None, log_format: str | None, **flags: Any) -> None:
 
     from echsd.daemon import Daemon
     from echsd.errors import EchsError
-    from echsd.service import gc_policy
+    from echsd.service import gc_policy, malloc_policy
     from echsd.threads.mailbox import first_leaf
 
     gc_policy.tune()
+    malloc_policy.tune()
     try:
         trio.run(lambda: Daemon(settings, settle_gc=True).run(handle_signals=True))
     except BaseException as exc:  # one clear line for start-up failures we understand
