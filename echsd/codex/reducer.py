@@ -75,6 +75,8 @@ class ResponseReducer:
     def feed(self, sse: SseEvent) -> StreamEvent | None:
         if self.completed is not None:
             return None
+        if len(sse.data) > _UNPARSED_FROM and sse.data.startswith(_UNUSED_PREFIXES):
+            return None  # a long event we would drop after parsing it (it repeats what we have)
         try:
             event = orjson.loads(sse.data)  # the one parse of the event (whitespace around is fine)
         except orjson.JSONDecodeError:
@@ -180,6 +182,25 @@ _HANDLERS: dict[str, Callable[[ResponseReducer, dict], Any]] = {
     "error": ResponseReducer._error,
     "codex.rate_limits": ResponseReducer._rate_limits,
 }
+
+
+# Events the reducer has no use for that may be long (each repeats the text or arguments its
+# deltas carried, and output_item.done carries it again): past ``_UNPARSED_FROM`` bytes, one
+# whose JSON opens with such a ``type`` (as the API writes it: ``type`` first) is not parsed.
+# Parsing megabytes holds the event loop; anything that does not open so is parsed as usual.
+_UNPARSED_FROM = 1 << 16
+_UNUSED_KINDS = (
+    "response.function_call_arguments.done",
+    "response.custom_tool_call_input.delta",
+    "response.custom_tool_call_input.done",
+    "response.output_text.done",
+    "response.content_part.done",
+    "response.reasoning_summary_text.done",
+    "response.reasoning_summary_part.done",
+    "response.reasoning_text.delta",
+    "response.reasoning_text.done",
+)
+_UNUSED_PREFIXES = tuple(b'{"type":"' + kind.encode() + b'"' for kind in _UNUSED_KINDS)
 
 
 def _preview(data: bytes) -> str:

@@ -9,7 +9,9 @@ the reducer can hand it straight to orjson. No sockets, clocks or files: the cal
 whatever chunks arrive and calls ``close()`` at end of stream.
 
 The hot path works on whole events, split on bytes: what follows the last blank line
-waits for the next chunk (found in a linear scan, never rescanned), and an event of the
+waits for the next chunk (found in a linear scan, never rescanned: CPython searches for a
+two-byte separator such as the blank line at a fraction of ``memchr``'s speed, ~8 ns a
+byte, so the text of a long event is searched only for single newlines), and an event of the
 usual two lines ``event: NAME`` / ``data: JSON`` is cut out directly; anything else goes
 through the line rules one line at a time. An event may not exceed ``MAX_EVENT_BYTES``.
 """
@@ -51,24 +53,44 @@ class SseDecoder:
         if b"\r" in chunk:
             self._trailing_cr = chunk.endswith(b"\r")
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        pending = self._pending
-        if pending:
-            # A blank line may straddle the chunks: look at the last byte before this one.
-            if b"\n\n" not in chunk and not (chunk[:1] == b"\n" and pending[-1][-1:] == b"\n"):
-                return self._wait(chunk)
-            pending.append(chunk)
-            chunk = b"".join(pending)
-            pending.clear()
-            self._pending_size = 0
+        if b"\n" not in chunk:  # (memchr: the chunks inside a long event hold no newline at all)
+            return self._wait(chunk)
+        out: list[SseEvent] = []
+        if self._pending:
+            chunk = self._end_pending(chunk, out)
+            if chunk is None:
+                return out
         end = chunk.rfind(b"\n\n")
         if end < 0:
-            return self._wait(chunk)
+            self._wait(chunk)
+            return out
         if end + 2 < len(chunk):
             self._wait(chunk[end + 2 :])
-        out: list[SseEvent] = []
         for block in chunk[:end].split(b"\n\n"):
             self._block(block, out)
         return out
+
+    def _end_pending(self, chunk: bytes, out: list[SseEvent]) -> bytes | None:
+        """The pending event, if a blank line in ``chunk`` (or straddling into it) ends it:
+        its text is joined in one copy and decoded; returns what follows the blank line,
+        or None while the event goes on. The pending text holds no blank line, so it is
+        never searched again."""
+        pending = self._pending
+        if chunk[:1] == b"\n" and pending[-1][-1:] == b"\n":
+            pending[-1] = pending[-1][:-1]
+            rest = chunk[1:]
+        else:
+            cut = chunk.find(b"\n\n")
+            if cut < 0:
+                self._wait(chunk)
+                return None
+            pending.append(chunk[:cut])
+            rest = chunk[cut + 2 :]
+        block = b"".join(pending)
+        pending.clear()
+        self._pending_size = 0
+        self._block(block, out)
+        return rest if rest else None
 
     def close(self) -> list[SseEvent]:
         """End of stream. Lenient: a last event missing its blank line is still dispatched."""

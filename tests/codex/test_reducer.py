@@ -196,6 +196,29 @@ def test_non_json_lines_are_skipped_and_counted() -> None:
     assert reducer.skipped == 2
 
 
+def test_long_events_that_repeat_what_was_streamed_are_not_parsed() -> None:
+    """A long ``function_call_arguments.done`` (megabytes, repeating the deltas) is dropped
+    unparsed: here it is cut short, and still not counted as a bad line. Short, or opening
+    with another key, it is parsed (and this one counted)."""
+    arguments = json.dumps({"cmd": "echo " + "A" * 200_000})
+    cut = b'{"type":"response.function_call_arguments.done","arguments":' + orjson.dumps(arguments)[:-5]
+    step = Step(calls=[Call("exec_command", arguments)])
+    head, tail = render(step).split(b"event: response.output_item.done", 1)
+    events, error = run(head, b"data: " + cut + b"\n\n", b"event: response.output_item.done" + tail)
+    assert error is None and isinstance(events[-1], Completed)
+    assert events[-1].output[0]["arguments"] == arguments
+    for data, skipped in ((cut, 0), (cut[:1000], 1), (b'{"item_id":"x",' + cut[1:], 1)):
+        reducer = ResponseReducer()
+        [event] = SseDecoder().feed(b"data: " + data + b"\n\n")
+        assert reducer.feed(event) is None and reducer.skipped == skipped
+
+
+def test_the_unparsed_kinds_are_ones_the_reducer_ignores() -> None:
+    from echsd.codex import reducer
+
+    assert not set(reducer._UNUSED_KINDS) & set(reducer._HANDLERS)
+
+
 def test_rate_limits_event_becomes_a_notice() -> None:
     payload = {"type": "codex.rate_limits", "rate_limits": {"primary": {"used_percent": 3.5, "window_minutes": 60}}}
     events, error = run(sse(payload), render(Step(text="ok")))

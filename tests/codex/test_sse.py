@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -62,3 +63,17 @@ def test_any_chunking_and_line_ending_decodes_the_same(lines: list[bytes], endin
 def test_garbage_never_raises(chunks: list[bytes]) -> None:
     for event in decode(*chunks):
         assert isinstance(event.data, bytes) and isinstance(event.event, str)
+
+
+@pytest.mark.parametrize("piece", [1, 7, 65536])
+def test_a_long_event_in_many_chunks_with_events_around_it(piece: int) -> None:
+    """The pending text of a long event is joined once its blank line comes, also when
+    the blank line straddles two chunks; what follows it in the same chunk is decoded too."""
+    long = b"x" * 300_000
+    stream = b"data: a\n\nevent: big\ndata: " + long + b"\n\ndata: b\n\ndata: c"
+    decoder = SseDecoder()
+    out = []
+    for start in range(0, len(stream), piece):
+        out += decoder.feed(stream[start : start + piece])
+    out += decoder.close()
+    assert out == [SseEvent("message", b"a"), SseEvent("big", long), SseEvent("message", b"b"), SseEvent("message", b"c")]
