@@ -3,7 +3,8 @@
 Scenarios (each a turn of a fresh thread, fed by ``echsd mock-upstream`` in its own process
 from a script file): ``one_word``, an ``exec_command`` whose command is one 2 MB shell word
 (a base64 blob); ``many_calls``, 25 parallel calls of 100 KB each; ``big_patch``, a
-20,000-line ``apply_patch`` heredoc. A probe asks ``status`` every 20 ms from a connection
+20,000-line ``apply_patch`` heredoc; ``too_large``, a 4.5 MB command (past the 4 MiB
+``tool_argument_bytes``: refused, but every byte of it streamed and read). A probe asks ``status`` every 20 ms from a connection
 of its own. Beside each, the raw limit: the same probe against the same daemon while it is
 idle, in the same run; and the daemon's peak RSS over the run. Options: ``--rounds=N``
 (default 3 turns per scenario).
@@ -44,6 +45,7 @@ SCENARIOS = {
     "one_word": _calls({"name": "exec_command", "arguments": {"cmd": f"echo '{_blob(2_000_000)}' | base64 -d > f"}}),
     "many_calls": _calls(*({"name": "exec_command", "arguments": {"cmd": f"echo {_blob(100_000)}", "workdir": "/nonexistent"}} for _ in range(25))),
     "big_patch": _calls({"name": "exec_command", "arguments": {"cmd": _patch(20_000)}}),
+    "too_large": _calls({"name": "exec_command", "arguments": {"cmd": f"echo {_blob(4_500_000)}"}}),
 }
 
 
