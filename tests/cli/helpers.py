@@ -11,9 +11,10 @@ import subprocess
 import sys
 import threading
 import time
-from contextlib import asynccontextmanager
+import urllib.request
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Iterator
 
 import trio
 
@@ -45,6 +46,7 @@ class Serve:
         self.suite_store = suite_store
         self.env = env or clean_env(state_dir.parent)
         self.lines: list[str] = []
+        self.logged = threading.Condition()
         self.process: subprocess.Popen[str] | None = None
         self.start()
 
@@ -60,7 +62,9 @@ class Serve:
         def drain() -> None:
             assert process.stderr is not None
             for line in process.stderr:
-                self.lines.append(line)
+                with self.logged:
+                    self.lines.append(line)
+                    self.logged.notify_all()
                 if "echsd ready" in line:
                     ready.set()
 
@@ -68,6 +72,14 @@ class Serve:
         if not ready.wait(WAIT_S):
             self.kill()
             raise AssertionError("echsd serve did not start:\n" + "".join(self.lines))
+
+    def wait_logged(self, text: str, timeout: float = WAIT_S) -> str:
+        """The first log line holding ``text``, waiting for the daemon to write it."""
+        with self.logged:
+            found = self.logged.wait_for(lambda: next((line for line in self.lines if text in line), None), timeout)
+        if found is None:
+            raise AssertionError(f"echsd serve never logged {text!r}:\n" + "".join(self.lines))
+        return found
 
     def terminate(self, timeout: float = WAIT_S) -> int:
         """SIGTERM (graceful stop) and wait."""
@@ -80,6 +92,39 @@ class Serve:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(WAIT_S)
+
+
+class MockProcess:
+    """A running ``echsd mock-upstream``: its URLs, and the requests it recorded."""
+
+    def __init__(self, port: int) -> None:
+        self.root = f"http://127.0.0.1:{port}"
+        self.url = self.root + "/v1"  # the API's shape
+        self.backend = self.root + "/backend-api/codex"  # the ChatGPT backend's
+
+    def requests(self) -> list[dict[str, Any]]:
+        """The model requests received (``/_mock/requests``: method, path, headers, body)."""
+        with urllib.request.urlopen(self.root + "/_mock/requests", timeout=WAIT_S) as answer:
+            return list(json.loads(answer.read()))
+
+
+@contextmanager
+def mock_upstream_process(home: Path, script: dict[str, Any] | None = None) -> Iterator[MockProcess]:
+    """``echsd mock-upstream`` as a subprocess (with ``script``, written beside ``home``)."""
+    flags: list[str] = []
+    if script is not None:
+        path = home / "mock-script.json"
+        path.write_text(json.dumps(script))
+        flags = ["--script", str(path)]
+    process = subprocess.Popen([ECHSD, "mock-upstream", *flags], stdout=subprocess.PIPE, text=True, env=clean_env(home))
+    try:
+        assert process.stdout is not None
+        word, port = process.stdout.readline().split()
+        assert word == "LISTENING"
+        yield MockProcess(int(port))
+    finally:
+        process.terminate()
+        process.wait(WAIT_S)
 
 
 def free_port() -> int:

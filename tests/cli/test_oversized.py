@@ -6,13 +6,12 @@ works on it. A real daemon, a real mock endpoint, the real CLI."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from tests.cli.helpers import ECHSD, Serve, clean_env, echs, new_thread
+from tests.cli.helpers import Serve, echs, mock_upstream_process, new_thread
 from tests.helpers import conversation
 
 SMALL, BIG = 24_000, 400_000  # the two models' windows, in tokens
@@ -28,17 +27,8 @@ context_window = {BIG}
 @pytest.fixture
 def endpoint(tmp_path: Path) -> Iterator[str]:
     """``echsd mock-upstream`` with the two models (it refuses what passes their windows)."""
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(SCRIPT))
-    process = subprocess.Popen([ECHSD, "mock-upstream", "--script", str(script)], stdout=subprocess.PIPE, text=True, env=clean_env(tmp_path))
-    try:
-        assert process.stdout is not None
-        word, port = process.stdout.readline().split()
-        assert word == "LISTENING"
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.terminate()
-        process.wait(10)
+    with mock_upstream_process(tmp_path, SCRIPT) as mock:
+        yield mock.url
 
 
 @pytest.fixture
