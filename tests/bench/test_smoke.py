@@ -16,6 +16,7 @@ def test_restart_bench_runs() -> None:
     assert result["threads"] == 30 and result["items"] == 300
     assert result["restart_to_ready_s_median"] > 0
     assert result["raw_python_start_and_imports_s_median"] > 0
+    assert result["restart_cpu_s_median"] > 0 and result["raw_python_start_and_imports_cpu_s_median"] > 0
 
 
 def test_mcp_bench_runs() -> None:
