@@ -213,6 +213,8 @@ class ConnectionPool:
         scheme, host, port = key
         try:
             with trio.fail_after(self._connect_timeout_s):
+                if scheme == "https" and self._tls is None:
+                    await trio.to_thread.run_sync(self._tls_context)
                 if self._unix_socket is not None:
                     tcp: trio.SocketStream = await trio.open_unix_socket(self._unix_socket)
                 else:
@@ -232,6 +234,7 @@ class ConnectionPool:
             raise TransportFailure(f"cannot connect to {url}: {failure_reason(exc)}", kind="connect") from exc
 
     def _tls_context(self) -> ssl.SSLContext:
+        """Built once, first in a worker thread (loading the trusted certificates takes a while)."""
         if self._tls is None:
             context = self._tls_factory()
             context.set_alpn_protocols(["http/1.1"])

@@ -19,6 +19,8 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping, Protocol
 from urllib.parse import urlsplit
 
+import trio
+
 from echsd.codex.h1io import ConnectionPool
 from echsd.codex.transport import TransportFailure, failure_reason
 
@@ -110,16 +112,23 @@ class HttpClient:
         self._unix_socket = unix_socket
         self._proxies = _environment_proxies()
 
-    @property
-    def _client(self) -> httpx.AsyncClient:
+    async def _client(self) -> httpx.AsyncClient:
+        """The httpx client, built on first use in a worker thread: importing httpx and
+        loading the trusted certificates takes tens of milliseconds, which the event loop
+        would otherwise stand still for."""
         if self._client_ is None:
-            httpx = _httpx()
-            connect_timeout_s, read_timeout_s = self._timeouts
-            timeout = httpx.Timeout(connect=connect_timeout_s, read=read_timeout_s, write=60.0, pool=60.0)
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
-            transport = httpx.AsyncHTTPTransport(uds=self._unix_socket, limits=limits) if self._unix_socket else None
-            self._client_ = httpx.AsyncClient(timeout=timeout, limits=limits, transport=transport)
+            built = await trio.to_thread.run_sync(self._new_client)
+            if self._client_ is None:  # (not built meanwhile by another first use)
+                self._client_ = built
         return self._client_
+
+    def _new_client(self) -> httpx.AsyncClient:
+        httpx = _httpx()
+        connect_timeout_s, read_timeout_s = self._timeouts
+        timeout = httpx.Timeout(connect=connect_timeout_s, read=read_timeout_s, write=60.0, pool=60.0)
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
+        transport = httpx.AsyncHTTPTransport(uds=self._unix_socket, limits=limits) if self._unix_socket else None
+        return httpx.AsyncClient(timeout=timeout, limits=limits, transport=transport)
 
     def _proxied(self, scheme: str, host: str) -> bool:
         proxies = self._proxies
@@ -142,7 +151,7 @@ class HttpClient:
 
     @asynccontextmanager
     async def _httpx_stream_post(self, url: str, content: bytes, headers: Mapping[str, str]) -> AsyncIterator[StreamingResponse]:
-        client = self._client
+        client = await self._client()
         try:
             request = client.build_request("POST", url, content=content, headers=dict(headers))
             response = await client.send(request, stream=True)
@@ -159,7 +168,7 @@ class HttpClient:
 
     async def post(self, url: str, content: bytes, headers: Mapping[str, str]) -> tuple[int, dict[str, str], bytes]:
         """POST and read the whole answer: (status, lower-case headers, body)."""
-        client = self._client
+        client = await self._client()
         try:
             response = await client.post(url, content=content, headers=dict(headers))
         except _httpx().TransportError as exc:
@@ -168,7 +177,7 @@ class HttpClient:
 
     async def get(self, url: str, headers: Mapping[str, str]) -> tuple[int, dict[str, str], bytes]:
         """GET and read the whole answer: (status, lower-case headers, body)."""
-        client = self._client
+        client = await self._client()
         try:
             response = await client.get(url, headers=dict(headers))
         except _httpx().TransportError as exc:
