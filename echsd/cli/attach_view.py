@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from echsd.cli.render import Style, clip_lines, duration, one_line, printable, tokens
+from echsd.cli.render import Style, approval_text, clip_lines, duration, one_line, printable, tokens
 from echsd.cli.render_events import deleted_text, killed_text, summary, waiting_text
 from echsd.cli.render_history import arguments_summary, content_text
 from echsd.done_marker import MarkerHold, split_done
@@ -199,7 +199,7 @@ class AttachView:
             return self._tool_done(data)
         if kind == "approval.requested":
             self.waiting(data)
-            return [s(f"⚠ approve {data.get('tool')}: ", fg="yellow", bold=True) + one_line(str(data.get("summary", "")), self.width - 30) + s.dim(self._choices(data))]
+            return [s(f"⚠ approve {data.get('tool')}: ", fg="yellow", bold=True) + approval_text(data, self.width - 30) + s.dim(self._choices(data))]
         if kind == "approval.resolved":
             request = self._approvals.pop(str(data.get("request_id")), None) or {}
             decision = str(data.get("decision"))

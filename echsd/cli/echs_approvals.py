@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 
 def describe_request(request: dict[str, Any], now: float | None = None) -> str:
     age = max(0.0, (now or time.time()) - float(request.get("requested_at") or 0))
-    from echsd.cli.render import one_line
+    from echsd.cli.render import approval_text, one_line
 
-    return f"{request['request_id']}  {request['thread_id']}  {one_line(str(request['tool']), 80)}: {one_line(str(request['summary']), 300)}  ({age:.0f}s ago)"
+    return f"{request['request_id']}  {request['thread_id']}  {one_line(str(request['tool']), 80)}: {approval_text(request)}  ({age:.0f}s ago)"
 
 
 @click.command()

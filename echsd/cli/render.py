@@ -163,6 +163,18 @@ def one_line(text: str, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
 
 
+def approval_text(request: dict[str, Any], limit: int = 300) -> str:
+    """What a waiting call asks, on one line: its summary and, for an escalation, the
+    model's justification (cut so that both show)."""
+    arguments = request.get("arguments")
+    why = arguments.get("justification") if isinstance(arguments, dict) and arguments.get("sandbox_permissions") == "require_escalated" else None
+    summary = str(request.get("summary") or "")
+    if not isinstance(why, str) or not why.strip():
+        return one_line(summary, limit)
+    reason = one_line(why, max(20, limit // 3))
+    return one_line(summary, max(20, limit - len(reason) - 8)) + f" (why: {reason})"
+
+
 def clip_lines(text: str, max_lines: int = 12, max_chars: int = 2000) -> list[str]:
     """Head of ``text`` as lines, with a marker saying how much was cut."""
     lines = printable(str(text)).splitlines()

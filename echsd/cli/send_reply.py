@@ -22,7 +22,7 @@ import click
 from echsd.cli.attach_status import TurnStatus
 from echsd.cli.attach_view import AttachView
 from echsd.wire.turnwatch import TurnWatch
-from echsd.cli.render import Style, one_line, printable, terminal_safe
+from echsd.cli.render import Style, approval_text, printable, terminal_safe
 from echsd.cli.render_events import waiting_text
 from echsd.cli.render_history import content_text
 from echsd.done_marker import MarkerHold, split_done
@@ -103,7 +103,7 @@ class ReplyPrinter:
     def _asked(self, data: dict[str, Any]) -> None:
         request_id = str(data.get("request_id"))
         self.asked.add(request_id)
-        summary = one_line(str(data.get("summary") or ""), 200)
+        summary = approval_text(data, 200)
         self.note(
             f"waiting for approval of {data.get('tool')}: {summary}\n"
             f"      answer with `echs approve {request_id}` or `echs deny {request_id}`"

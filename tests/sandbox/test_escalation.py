@@ -17,25 +17,28 @@ def escalated(cmd: str) -> dict[str, Any]:
     return {"name": "exec_command", "arguments": arguments}
 
 
-async def escalate_and_answer(serve: Serve, cwd: Path, cmd: str, answer: str) -> tuple[dict[str, Any], str]:
+async def escalate_and_answer(serve: Serve, cwd: Path, cmd: str, answer: str) -> tuple[dict[str, Any], str, str]:
+    """The request, how ``echs approvals`` lists it, and the call's output once answered."""
     tid = new_thread(serve.state_dir, "--cwd", str(cwd))  # approval: never (the default)
     script = "mock: " + json.dumps({"steps": [{"calls": [escalated(cmd)]}, {"text": "done"}]})
     assert echs(serve.state_dir, "send", tid, script).returncode == 0
     async with client_for(serve.state_dir) as client:
         asked = await wait_event(client, tid, of_type("approval.requested"))
+        listed = echs(serve.state_dir, "approvals", tid).stdout
         answered = echs(serve.state_dir, answer, asked["data"]["request_id"])
         assert answered.returncode == 0, answered.stderr
         done = await wait_event(client, tid, of_type("tool.completed"))
-    return asked["data"], done["data"]["output"]
+    return asked["data"], listed, done["data"]["output"]
 
 
 async def test_an_approved_escalation_runs_outside_the_sandbox(serve: Serve, tmp_path: Path) -> None:
     cwd, sibling = tmp_path / "cwd", tmp_path / "sibling"
     cwd.mkdir()
     sibling.mkdir()
-    asked, output = await escalate_and_answer(serve, cwd, f"echo escaped > {sibling}/report", "approve")
+    asked, listed, output = await escalate_and_answer(serve, cwd, f"echo escaped > {sibling}/report", "approve")
     assert asked["summary"].startswith("outside the sandbox: echo escaped")
     assert asked["arguments"]["justification"] == "Write the report next door?"
+    assert "outside the sandbox: echo escaped" in listed and "(why: Write the report next door?)" in listed, listed
     assert "Process exited with code 0" in output
     assert (sibling / "report").read_text() == "escaped\n"
 
@@ -44,6 +47,6 @@ async def test_a_denied_escalation_does_not_run(serve: Serve, tmp_path: Path) ->
     cwd, sibling = tmp_path / "cwd", tmp_path / "sibling"
     cwd.mkdir()
     sibling.mkdir()
-    _asked, output = await escalate_and_answer(serve, cwd, f"echo ran > {cwd}/ran; echo escaped > {sibling}/report", "deny")
+    _asked, _listed, output = await escalate_and_answer(serve, cwd, f"echo ran > {cwd}/ran; echo escaped > {sibling}/report", "deny")
     assert "refused to run this command outside the sandbox" in output and "did not run" in output
     assert not (sibling / "report").exists() and not (cwd / "ran").exists()
