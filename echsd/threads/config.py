@@ -9,8 +9,10 @@ accepts its own reasoning efforts; a model change carries the effort over only i
 model accepts it, else the new model's default is taken and reported as changed).
 
 The sandbox keys (``sandbox``, ``network``, ``writable_roots``) take the daemon's defaults
-(``config.toml``) on create, and ``network`` defaults by mode (off but under full-access). A
-policy this daemon cannot enforce is refused on create and configure (``SandboxRules``).
+(``config.toml``) on create, and ``network`` defaults by mode (off but under full-access);
+a change of ``sandbox`` alone takes ``network`` along to the new mode's default, unless the
+thread's network was not its old mode's (someone chose it). A policy this daemon cannot
+enforce is refused on create and configure (``SandboxRules``).
 """
 
 from __future__ import annotations
@@ -219,12 +221,26 @@ class SandboxRules:
     writable_roots: tuple[str, ...] = ()
     unenforceable: Callable[[str, bool], list[str]] = lambda mode, network: []  # (mode, network on) -> why not
 
+    def default_network(self, mode: Any) -> str:
+        return self.network or ("on" if mode == FULL_ACCESS else "off")
+
     def defaults(self, given: Mapping[str, Any]) -> dict[str, Any]:
         """The sandbox keys ``given`` leaves out."""
         mode = given.get("sandbox") or self.mode
         defaults: dict[str, Any] = {"sandbox": self.mode, "writable_roots": self.writable_roots}
-        defaults["network"] = self.network or ("on" if mode == FULL_ACCESS else "off")
+        defaults["network"] = self.default_network(mode)
         return {key: value for key, value in defaults.items() if given.get(key) is None}
+
+    def network_follows(self, config: "ThreadConfig", changes: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``changes`` with the new mode's default network when they change ``sandbox`` alone
+        and the thread's network is its current mode's default (``sandbox=full-access`` then
+        means no sandbox at all, as on create)."""
+        mode = changes.get("sandbox")
+        if mode is None or mode == config.sandbox or changes.get("network") is not None:
+            return changes
+        if config.network != self.default_network(config.sandbox):
+            return changes
+        return {**changes, "network": self.default_network(mode)}
 
     def check(self, config: "ThreadConfig") -> None:
         reasons = self.unenforceable(config.sandbox, config.network == "on")
@@ -309,7 +325,7 @@ def reconfigure(config: ThreadConfig, changes: Any, rules: ConfigRules) -> tuple
     unknown = sorted(map(str, set(changes) - set(CONFIG_KEYS)))
     if unknown:
         raise BadRequest(f"unknown config key(s): {', '.join(unknown)}; allowed: {', '.join(CONFIG_KEYS)}")
-    updated = _apply(config, changes, rules)
+    updated = _apply(config, rules.sandbox.network_follows(config, changes), rules)
     changed = [key for key in CONFIG_KEYS if getattr(updated, key) != getattr(config, key)]
     if {"sandbox", "network"} & set(changed):
         rules.sandbox.check(updated)

@@ -160,3 +160,26 @@ def test_the_file_tools_read_nothing_the_sandbox_hides(serve: Serve, dirs: dict[
     assert tools[6] == "No matches found.", tools[6]
     unconfined = run_calls(serve, thread(serve, cwd, "--sandbox", "full-access"), [reads[1], reads[6]])
     assert token in unconfined[0] and str(state / "token") in unconfined[1], unconfined
+
+
+def test_changing_the_sandbox_alone_takes_the_default_network_along(serve: Serve, dirs: dict[str, Path]) -> None:
+    """``echs config ID sandbox=full-access`` on a thread with the default network means no
+    sandbox (as ``echs new --sandbox full-access`` does), and back to workspace-write the
+    network is off again; a network someone chose stays as chosen."""
+
+    def network_after(tid: str, *changes: str) -> str:
+        changed = echs(serve.state_dir, "config", tid, *changes, "--json")
+        assert changed.returncode == 0, changed.stderr
+        return str(json.loads(changed.stdout)["config"]["network"])
+
+    tid = thread(serve, dirs["cwd"])
+    with tcp_server() as port:
+        assert network_after(tid, "sandbox=full-access") == "on"
+        (opened,) = run_calls(serve, tid, [shell(CONNECT.format(port=port))])
+        assert network_after(tid, "sandbox=workspace-write") == "off"
+        (refused,) = run_calls(serve, tid, [shell(CONNECT.format(port=port))])
+    assert opened.rstrip().endswith("connected") and "Connection refused" in refused, (opened, refused)
+    chosen = thread(serve, dirs["cwd"], "--network", "on")
+    assert network_after(chosen, "sandbox=read-only") == "on"
+    assert network_after(chosen, "sandbox=full-access", "network=off") == "off"
+    assert network_after(chosen, "sandbox=workspace-write") == "off"
