@@ -5,7 +5,9 @@ else. Variants run interleaved, one call each in turn, so that all see the same 
 session manager (shell, enclosure, registry file, output pump, report), for each
 containment mechanism that works here. ``overhead_<mechanism>_p50_ms`` is that p50 minus
 the bare ``bash -c true`` p50: what containment and sessions add to the shell the command
-runs in anyway. Options: ``--runs=N`` (default 200 per variant).
+runs in anyway. The calls pass ``login: false``, so the shell is the bare one's: a login
+shell reads the user's profile, whatever that costs. Options: ``--runs=N`` (default 200
+per variant).
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ async def bench(runs: int) -> dict[str, float | str]:
                 continue
             found_all.append(found)
             tool = ExecCommand(ExecSessionManager(processes=ToolProcesses(found, GroupRegistry(Path(scratch) / mechanism))))
-            variants[f"exec_{mechanism}"] = lambda tool=tool: tool.run({"cmd": "true"}, ctx)
+            variants[f"exec_{mechanism}"] = lambda tool=tool: tool.run({"cmd": "true", "login": False}, ctx)
         samples: dict[str, list[float]] = {name: [] for name in variants}
         for once in variants.values():
             await once()  # warm up (imports, page cache)
