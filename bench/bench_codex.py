@@ -20,7 +20,8 @@ Figures, per server:
   client, p50/p99.
 
 ``--hog`` runs everything again with a CPU hog (a process spinning on one core) alongside;
-``--runs=N`` repeats (median). Codex is skipped, with the reason, when the CLI cannot be
+``--runs=N`` repeats (median). The page ``bench/results/codex.md`` shows it all side by
+side; ``--publish`` copies it to ``docs/bench/codex.md``, which the README links. Codex is skipped, with the reason, when the CLI cannot be
 installed (no npm, no registry).
 """
 
@@ -349,14 +350,79 @@ def _hog() -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
 
+# (label, key, better): the rows of the markdown table
+_ROWS = (
+    ("deltas/s, one thread, a 20,000-delta reply at full speed", ("deltas_per_s",), "higher"),
+    ("... CPU per delta of the server's processes, µs", ("cpu_us_per_delta",), "lower"),
+    (f"deltas/s, {THREADS} threads at once at full speed (aggregate)", ("threads_deltas_per_s",), "higher"),
+    ("... CPU per delta, µs", ("threads_cpu_us_per_delta",), "lower"),
+    (f"a {TURN_DELTAS}-delta turn: turn/start to turn/completed, p50 ms", ("turn_ms_p50",), "lower"),
+    (f"delta latency at {1000 // PACE_MS} deltas/s, mock's write to client, p50 ms", ("paced_latency", "p50_ms"), "lower"),
+    ("... p99 ms", ("paced_latency", "p99_ms"), "lower"),
+)
+_RAW = {"deltas_per_s", "threads_deltas_per_s", "turn_ms_p50", "paced_latency"}
+_CONDITIONS = (("quiet", "Without the hog"), ("one_core_busy", "With a CPU hog spinning on one core alongside"))
+
+
+def _value(figures: dict[str, Any], key: tuple[str, ...]) -> float | None:
+    value: Any = figures
+    for part in key:
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The comparison as a markdown page: per condition, each figure for both servers and
+    the raw limit of the same run, with how busy the machine was with other work."""
+    lines = [
+        "# echsd beside Codex's app-server (`make bench ARGS=\"codex --hog\"`)",
+        "",
+        f"{result.get('when', '')}; {result['codex']}; medians of {result['runs']} rounds, the servers alternating; "
+        "both stream from one `echsd mock-upstream` (one HTTP chunk per SSE event) through the app-server protocol "
+        "to the same lean client. Raw limit: the same stream read by a bare reader in the same run (CPU: none). "
+        "echsd makes every delta durable before it sends it; Codex keeps nothing.",
+    ]
+    for key, label in _CONDITIONS:
+        if key not in result:
+            continue
+        run = result[key]
+        machine = run["machine"]
+        lines += [
+            "",
+            f"## {label}",
+            "",
+            f"Other work kept {machine['others_cores']} of {os.cpu_count()} cores busy on average (our hog counts as other work); load {machine['load_1min']}.",
+            "",
+            "| figure | echsd | Codex app-server | raw limit | echsd ahead |",
+            "|---|---:|---:|---:|:---:|",
+        ]
+        for what, path, better in _ROWS:
+            ours, theirs = _value(run["echsd"], path), _value(run["codex app-server"], path)
+            raw = _value(run["raw"], path) if path[0] in _RAW else None
+            ahead = "" if ours is None or theirs is None else ("yes" if (ours > theirs if better == "higher" else ours < theirs) else "no")
+            lines.append(f"| {what} | {_shown(ours)} | {_shown(theirs)} | {_shown(raw)} | {ahead} |")
+    return "\n".join(lines) + "\n"
+
+
+def _shown(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:g}"
+
+
 def main(argv: list[str]) -> dict[str, Any]:
+    """``--hog`` runs it all again beside a CPU hog; ``--publish`` copies the markdown page
+    (``bench/results/codex.md``) to ``docs/bench/codex.md``."""
     logs.configure(level="warning")
     runs = next((int(a.split("=", 1)[1]) for a in argv if a.startswith("--runs=")), 3)
     codex, reason = _codex_binary()
     if codex is None:
         return {"skipped": reason}
     version = subprocess.run([codex, "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
-    result: dict[str, Any] = {"codex": version, "runs": runs, "quiet": trio.run(compare, codex, runs)}
+    when = time.strftime("%Y-%m-%d %H:%M %Z")
+    result: dict[str, Any] = {"codex": version, "runs": runs, "when": when, "quiet": trio.run(compare, codex, runs)}
     if "--hog" in argv:
         hog = _hog()
         try:
@@ -364,6 +430,12 @@ def main(argv: list[str]) -> dict[str, Any]:
         finally:
             hog.kill()
             hog.wait()
+    page = REPO / "bench" / "results" / "codex.md"
+    page.parent.mkdir(exist_ok=True)
+    page.write_text(markdown(result))
+    if "--publish" in argv:
+        (REPO / "docs" / "bench").mkdir(parents=True, exist_ok=True)
+        (REPO / "docs" / "bench" / "codex.md").write_text(page.read_text())
     return result
 
 
