@@ -12,7 +12,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.cli.helpers import ECHS, Serve, Tmux, clean_env, client_for, echs, gate_command, new_thread, of_type, wait_event
+from tests.cli.helpers import ECHS, Serve, Tmux, clean_env, client_for, echs, gate_command, json_lines, new_thread, of_type, wait_event
 from tests.helpers import mock_directive, one_event_per_delta
 from tests.threads.test_subagents import child_task, spawn, wait
 
@@ -150,6 +150,29 @@ async def test_attach_shows_a_pending_approval_and_answers_it(state: Path, tmp_p
         await wait_event(client, tid, of_type("turn.completed"))
         await screen.await_for("✓ turn completed")
     assert (tmp_path / "said-yes").exists() and not (tmp_path / "said-no").exists()
+
+
+async def test_attach_a_approves_for_the_thread_and_an_escalation_shows_why(state: Path, tmp_path: Path, terminals: list[Tmux]) -> None:
+    """``a`` approves for this thread: the next call with that prefix runs without asking;
+    an escalation's request shows the model's justification."""
+    tid = new_thread(state, "--cwd", str(tmp_path), "--approval", "always")
+    touch = [{"name": "exec_command", "arguments": {"cmd": f"touch {tmp_path / name}", "prefix_rule": ["touch"]}} for name in ("first", "second")]
+    escalated = {"cmd": f"mkdir {tmp_path.parent / 'escaped'}", "sandbox_permissions": "require_escalated", "justification": "to leave a note next door"}
+    steps = [{"calls": [touch[0]]}, {"calls": [touch[1]]}, {"calls": [{"name": "exec_command", "arguments": escalated}]}, {"text": "finished"}]
+    async with client_for(state) as client:
+        await client.send(tid, mock_directive(steps))
+        screen = attach(terminals, state, tmp_path, tid, ready="approve exec_command? [y/n/a] ›")
+        screen.type("a")
+        screen.keys("Enter")
+        await screen.await_for("approved for this thread (touch runs without asking)")
+        await screen.await_for("(why: to leave a note next door)")
+        screen.type("n")
+        screen.keys("Enter")
+        await wait_event(client, tid, of_type("turn.completed"))
+    events = json_lines(echs(state, "events", tid, "--json").stdout)
+    asked = [event["data"]["summary"] for event in events if event["event"] == "approval.requested"]
+    assert len(asked) == 2 and asked[1].startswith("outside the sandbox:"), asked
+    assert (tmp_path / "first").exists() and (tmp_path / "second").exists() and not (tmp_path.parent / "escaped").exists()
 
 
 async def test_attach_shows_the_partial_line_and_elapsed_time_while_a_turn_runs(
