@@ -154,3 +154,18 @@ async def test_under_on_request_a_request_waits_past_the_timeout_across_attach_s
         second.keys("Enter")
         await wait_event(client, tid, of_type("turn.completed"), since=asked["seq"])
     assert (outside / "late").exists()
+
+
+async def test_under_never_an_unanswered_escalation_is_refused_after_the_timeout(ruled: Serve, tmp_path: Path) -> None:
+    """The contrast: a thread whose approval is ``never`` (the default) does not wait
+    overnight; its unanswered escalation is refused after ``approval_timeout_s``."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    tid = new_thread(ruled.state_dir, "--cwd", str(tmp_path))
+    call = shell(f"touch {outside}/late", sandbox_permissions="require_escalated", justification="Needed next door")
+    events = await turn_events(ruled, tid, [call], answer=lambda client, request: trio.sleep(0))
+    resolved = [e["data"]["decision"] for e in events if e["event"] == "approval.resolved"]
+    assert resolved == ["timeout"], resolved
+    (output,) = outputs(events)
+    assert "nobody answered" in output and "did not run" in output
+    assert not (outside / "late").exists()
