@@ -169,6 +169,15 @@ def test_the_http_door_refuses_like_the_other_doors(daemon: Serve, headers: dict
     assert answer.status_code == status, answer.text
 
 
+def test_a_daemon_with_the_http_door_stops_cleanly(tmp_path: Path) -> None:
+    served = Serve(tmp_path / "state", "--mcp", f"tcp://127.0.0.1:{free_port()}")
+    try:
+        code = served.terminate()
+    finally:
+        served.kill()
+    assert code == 0, "".join(served.lines)  # (it used to end in a traceback: a socket closed twice)
+
+
 def test_mcp_urls_are_loopback_tcp_only(tmp_path: Path) -> None:
     import subprocess
 

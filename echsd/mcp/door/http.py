@@ -15,6 +15,7 @@ closed when it stops; connections still open get ``GRACE_S`` to finish.
 
 from __future__ import annotations
 
+import os
 import socket
 from contextlib import AbstractAsyncContextManager
 from functools import partial
@@ -97,7 +98,8 @@ class McpHttpDoor:
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         app = self._guarded(server.streamable_http_app(streamable_http_path=PATH, transport_security=security))
         config = Config()
-        config.bind = [f"fd://{sock.fileno()}" for sock in self._sockets]
+        # hypercorn closes the sockets it serves: it gets copies, ours are closed by ``close``
+        config.bind = [f"fd://{os.dup(sock.fileno())}" for sock in self._sockets]
         config.accesslog = None
         config.errorlog = None
         config.graceful_timeout = GRACE_S
