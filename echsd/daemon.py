@@ -25,6 +25,7 @@ from echsd.codex.endpoint_memory import EndpointMemory
 from echsd.codex.model_keeper import ModelListKeeper
 from echsd.codex.model_list import CACHE_FILE as MODEL_CACHE_FILE
 from echsd.logs import get_logger
+from echsd.mcp.confine import ServerSandbox
 from echsd.mcp.door.http import McpHttpDoor
 from echsd.mcp.servers import McpServers
 from echsd.router import LocalNode, ThreadRouter
@@ -139,7 +140,8 @@ class Daemon:
                 await sandbox.start()
                 agent_types = settings.agent_types or SHIPPED
                 tools = builtin_tools(agent_types) | {tool.spec.name: tool for tool in self.extra_tools}
-                mcp = self.mcp = McpServers(settings.mcp_servers, os.getcwd())
+                confine = ServerSandbox(sandbox, settings.sandbox_mode, settings.sandbox_network, settings.writable_roots)
+                mcp = self.mcp = McpServers(settings.mcp_servers, os.getcwd(), confine)
                 await root.start(mcp.run)
                 lease = Lease()  # this node's (several daemons over PostgreSQL); the cluster node changes it
                 cluster = self.cluster = await self._join_cluster(store, board, lease)

@@ -21,7 +21,7 @@ def mcp() -> None:
 
 
 def server_lines(servers: list[dict[str, Any]], color: bool) -> list[str]:
-    """The servers as a table, then each one's tools and last error on lines of their own."""
+    """The servers as a table, then each one's tools, sandbox and last error on lines of their own."""
     from echsd.cli.render import Style, ago, one_line, table
 
     if not servers:
@@ -39,6 +39,8 @@ def server_lines(servers: list[dict[str, Any]], color: bool) -> list[str]:
         if tools:
             more = f" and {len(tools) - SHOWN_TOOLS} more" if len(tools) > SHOWN_TOOLS else ""
             lines.append(f"{server['name']}: {', '.join(tools[:SHOWN_TOOLS])}{more}")
+        if server.get("sandbox"):
+            lines.append(f"{server['name']}: sandbox {server['sandbox']}")
         if server.get("last_error"):
             lines.append(f"{server['name']}: " + style(f"last error: {one_line(server['last_error'], 200)}", fg="red"))
     return lines

@@ -4,7 +4,9 @@ A server is either a command run over stdio (``command``, ``args``, ``env``, ``e
 ``cwd``) or a streamable-HTTP endpoint (``url``, ``bearer_token_env_var``, ``http_headers``,
 ``env_http_headers``); giving both, or neither, is refused. Shared keys: ``enabled``,
 ``required``, ``startup_timeout_sec`` (or ``startup_timeout_ms``), ``tool_timeout_sec``,
-``enabled_tools``, ``disabled_tools``, ``supports_parallel_tool_calls``. echsd also reads
+``enabled_tools``, ``disabled_tools``, ``supports_parallel_tool_calls``. echsd's own:
+``sandbox`` and ``network`` (a stdio server's sandbox, where the daemon's defaults for new
+threads do not suit it, as the thread keys of the same names). echsd also reads
 ``startup_timeout_s``, ``tool_timeout_s`` and ``headers`` as the same settings, in the style
 of its own ``[tuning]`` keys. Codex keys echsd does not act on (OAuth, per-tool approval
 modes) are named by ``ignored_keys`` so the daemon can say so at start; any other key is a
@@ -20,6 +22,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from echsd.sandbox_modes import MODES, NETWORK
+
 SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 DEFAULT_STARTUP_TIMEOUT_S = 10.0  # Codex's default too
 DEFAULT_TOOL_TIMEOUT_S = 60.0
@@ -27,7 +31,7 @@ MAX_TIMEOUT_S = 7 * 86_400.0
 
 # Codex keys accepted and ignored (echsd has no OAuth login, no per-tool approval modes).
 IGNORED_KEYS = ("oauth", "oauth_resource", "scopes", "default_tools_approval_mode", "tools", "experimental_environment", "name")
-_STDIO_KEYS = ("command", "args", "env", "env_vars", "cwd")
+_STDIO_KEYS = ("command", "args", "env", "env_vars", "cwd", "sandbox", "network")
 _HTTP_KEYS = ("url", "bearer_token_env_var", "http_headers", "headers", "env_http_headers")
 _SHARED_KEYS = (
     "enabled", "required", "startup_timeout_sec", "startup_timeout_ms", "startup_timeout_s", "tool_timeout_sec",
@@ -48,6 +52,8 @@ class McpServerConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     env_vars: tuple[str, ...] = ()  # names whose values are copied from the daemon's environment
     cwd: str | None = None
+    sandbox: str | None = None  # None: the daemon's default for new threads
+    network: str | None = None  # "on" | "off"; None: the daemon's default (off, but on under full-access)
     url: str | None = None
     bearer_token_env_var: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -114,6 +120,8 @@ def _server(name: str, fields: Any, where: str) -> McpServerConfig:
         env=read.mapping("env"),
         env_vars=tuple(read.names("env_vars") or ()),
         cwd=read.text("cwd"),
+        sandbox=read.choice("sandbox", MODES),
+        network=read.network(),
         url=url,
         bearer_token_env_var=read.text("bearer_token_env_var"),
         headers=headers,
@@ -147,6 +155,19 @@ class _Reader:
         if not isinstance(value, str) or not value.strip() or "\0" in value:
             raise self._bad(key, "a non-empty string")
         return value
+
+    def choice(self, key: str, choices: tuple[str, ...]) -> str | None:
+        value = self.fields.get(key)
+        if value is not None and value not in choices:
+            raise self._bad(key, " or ".join(f'"{choice}"' for choice in choices))
+        return value
+
+    def network(self) -> str | None:
+        """``network``: "on" | "off", or true | false as the daemon's own ``network`` takes it."""
+        value = self.fields.get("network")
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return self.choice("network", NETWORK)
 
     def flag(self, key: str, default: bool) -> bool:
         value = self.fields.get(key, default)

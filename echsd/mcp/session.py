@@ -25,6 +25,7 @@ serve it beside the 2026 revision, and so do the servers Codex users run.
 from __future__ import annotations
 
 import math
+import os
 import time
 from contextlib import AsyncExitStack
 from typing import Any, Awaitable, Callable
@@ -38,7 +39,10 @@ from mcp.shared.message import SessionMessage
 from echsd import __version__
 from echsd.logs import get_logger
 from echsd.mcp.config import McpServerConfig
+from echsd.mcp.confine import SandboxRefused
+from echsd.mcp.confine import describe as describe_sandbox
 from echsd.mcp.transport import Confine, TransportError, http_transport, stdio_transport, tapped
+from echsd.tools.sandbox.policy import SandboxPolicy
 
 log = get_logger(__name__)
 
@@ -66,7 +70,7 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, MCPError):
         return exc.error.message
     text = str(exc) or type(exc).__name__
-    return text if isinstance(exc, (TransportError, ServerDown)) else f"{type(exc).__name__}: {text}"
+    return text if isinstance(exc, (TransportError, ServerDown, SandboxRefused)) else f"{type(exc).__name__}: {text}"
 
 
 class McpSession:
@@ -74,6 +78,7 @@ class McpSession:
         self.config = config
         self.cwd = cwd  # where a stdio server without ``cwd`` runs: the daemon's directory
         self._confine = confine
+        self.sandbox: str | None = None  # a stdio server's sandbox, once it was started
         self.state = "idle" if config.enabled else "disabled"
         self.tools: list[mcp_types.Tool] = []  # as listed, filtered by enabled/disabled_tools
         self.server_info: dict[str, Any] | None = None  # what the server said of itself at its last start
@@ -107,6 +112,7 @@ class McpSession:
             "last_error": self.last_error,
             "restarts": self.restarts,
             "up_since": self.up_since,
+            "sandbox": self.sandbox,
         }
 
     def _closing(self, state: str = "backoff") -> None:
@@ -186,8 +192,8 @@ class McpSession:
 
     def _open(self) -> Client:
         if self.config.transport == "stdio":
-            cwd = self.config.cwd or self.cwd
-            transport = stdio_transport(self.config, cwd, self._confine)
+            cwd = os.path.abspath(os.path.expanduser(self.config.cwd or self.cwd))
+            transport = stdio_transport(self.config, cwd, self._confined)
         else:
             transport = http_transport(self.config)
         return Client(
@@ -196,6 +202,11 @@ class McpSession:
             cache=None,
             client_info=mcp_types.Implementation(name="echsd", version=__version__),
         )
+
+    async def _confined(self, config: McpServerConfig, cwd: str) -> SandboxPolicy | None:
+        policy = await self._confine(config, cwd) if self._confine is not None else None
+        self.sandbox = describe_sandbox(policy)
+        return policy
 
     def _note_server(self, client: Client) -> None:
         info, capabilities = client.server_info, client.server_capabilities

@@ -3,9 +3,9 @@
 The SDK's own ``stdio_client`` starts the server with ``anyio.open_process`` in a new
 process group; echsd starts it like every tool command instead (``ToolProcesses.spawn``:
 its own cgroup, PID namespace or process group, recorded so a SIGKILLed daemon's servers
-are killed at the next start, killed whole when the session ends), with three pipes: JSON-RPC
-messages one per line on stdin/stdout (parsed and written with the SDK's message types),
-stderr line by line to the daemon's log at debug. Its environment is the few variables a
+are killed at the next start, killed whole when the session ends; confined by the sandbox
+``confine.py`` gives it), with three pipes: JSON-RPC messages one per line on stdin/stdout
+(parsed and written with the SDK's message types), stderr line by line to the daemon's log at debug. Its environment is the few variables a
 program needs (``HOME``, ``PATH``, locale...) plus the server's ``env_vars`` and ``env``:
 never the daemon's secrets.
 
@@ -90,13 +90,16 @@ def parse_message(line: bytes) -> SessionMessage | Exception:
 
 @asynccontextmanager
 async def stdio_transport(config: McpServerConfig, cwd: str, confine: Confine | None = None) -> AsyncIterator[TransportStreams]:
-    """Run the server's command in its own enclosure (in the sandbox ``confine`` gives it, if
-    any) and speak to it over its pipes."""
+    """Run the server's command in ``cwd`` (its own, or the daemon's), in its own enclosure
+    and the sandbox ``confine`` gives it, if any, and speak to it over its pipes."""
     assert config.command is not None
     sandbox = await confine(config, cwd) if confine is not None else None
+    env = server_env(config)
+    if sandbox is not None and sandbox.confined and sandbox.tmpdir:
+        env["TMPDIR"] = sandbox.tmpdir  # its own, inside the sandbox (made by the fork server)
     try:
         argv = [config.command, *config.args]
-        process = await tool_processes().spawn(argv, cwd=config.cwd or cwd, env=server_env(config), tty=False, sandbox=sandbox, pipes=True)
+        process = await tool_processes().spawn(argv, cwd=cwd, env=env, tty=False, sandbox=sandbox, pipes=True)
     except OSError as exc:
         raise TransportError(f"cannot start {config.command!r}: {exc.strerror or exc}") from None
     log.debug("mcp server started", server=config.name, pid=process.pid)

@@ -7,10 +7,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterator
 
 import pytest
+import trio
 
 from tests.helpers import make_settings
 
@@ -83,6 +85,24 @@ async def mcp_daemon(mcp_state: Path, mock_upstream: Any, nursery: Any) -> Async
     yield instance
     instance.request_stop()
     await instance.wait_stopped()
+
+
+@asynccontextmanager
+async def daemon_with(root: Path, config: str, base_url: str, nursery: trio.Nursery) -> AsyncIterator[Any]:
+    """An in-process daemon whose state dir (under ``root``) has this config.toml."""
+    from echsd.daemon import Daemon
+
+    state = root / "state"
+    state.mkdir(mode=0o700)
+    (state / "config.toml").write_text(config)
+    daemon = Daemon(make_settings(state, base_url))
+    await nursery.start(daemon.run)
+    try:
+        yield daemon
+    finally:
+        daemon.request_stop()
+        with trio.fail_after(15):
+            await daemon.wait_stopped()
 
 
 def alive(pid: int) -> bool:

@@ -70,6 +70,7 @@ def test_echs_mcp_ls_and_restart(served: Serve) -> None:
     assert human.returncode == 0
     assert any(line.split()[:3] == ["demo", "ready", "stdio"] for line in human.stdout.splitlines())
     assert "demo: echo, word_count" in human.stdout
+    assert demo["sandbox"] == "workspace-write, network off" and "demo: sandbox workspace-write, network off" in human.stdout
     before = demo["restarts"]
     restarted = echs_json(state, "mcp", "restart", "demo")
     assert restarted["name"] == "demo" and restarted["restarts"] >= before  # type: ignore[index]

@@ -47,6 +47,9 @@ def test_a_codex_config_reads_as_is() -> None:
     assert remote.headers == {"X-A": "1"} and remote.env_headers == {"X-B": "B_VALUE"} and remote.ignored == ("oauth",)
     echsd_style = load_mcp_servers({"s": {"command": "x", "startup_timeout_s": 3, "tool_timeout_s": 4}}, "f")["s"]
     assert (echsd_style.startup_timeout_s, echsd_style.tool_timeout_s) == (3, 4)
+    assert (files.sandbox, files.network) == (None, None)  # the daemon's defaults for new threads
+    own = load_mcp_servers({"a": {"command": "x", "sandbox": "read-only", "network": True}, "b": {"command": "x", "network": "off"}}, "f")
+    assert (own["a"].sandbox, own["a"].network, own["b"].network) == ("read-only", "on", "off")
 
 
 @pytest.mark.parametrize(
@@ -62,6 +65,9 @@ def test_a_codex_config_reads_as_is() -> None:
         ({"s": {"command": "x", "comand": "y"}}, "unknown setting 'mcp_servers.s.comand'"),
         ({"bad name": {"command": "x"}}, "a server name is 1-64 letters"),
         ({"s": {"command": "x", "args": "a b"}}, "expected a list of strings"),
+        ({"s": {"command": "x", "sandbox": "none"}}, "'mcp_servers.s.sandbox' in f: expected \"full-access\" or \"workspace-write\" or \"read-only\""),
+        ({"s": {"command": "x", "network": "maybe"}}, "'mcp_servers.s.network' in f: expected \"on\" or \"off\""),
+        ({"s": {"url": "http://h/mcp", "sandbox": "read-only"}}, "'mcp_servers.s.sandbox' in f: not used by a streamable-HTTP server"),
     ],
 )
 def test_bad_tables_name_the_setting(table: dict, message: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import socket
 from pathlib import Path
 
 import anyio
@@ -89,5 +90,16 @@ def build(name: str = "demo") -> MCPServer:
         """Writes a file."""
         Path(path).write_text(text)
         return f"wrote {path}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True), structured_output=False)
+    def peek(path: str) -> str:
+        """Reads a file."""
+        return Path(path).read_text()
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True), structured_output=False)
+    def dial(port: int, host: str = "127.0.0.1") -> str:
+        """Opens a TCP connection and closes it again."""
+        with socket.create_connection((host, port), timeout=5):
+            return f"connected to {host}:{port}"
 
     return server
