@@ -12,11 +12,13 @@ started again after a delay that doubles from ``BACKOFF_MIN_S`` to ``BACKOFF_MAX
 falls back to the minimum once a session stayed up ``STABLE_S``), so a crash costs the next
 call a short wait while a crash loop costs little. ``restart`` starts it again at once.
 
-Waiting is always bounded: a call waits for a starting server at most its startup timeout,
-and not at all for one whose next attempt is further away than that; then it fails with
-the last error. A ``notifications/tools/list_changed`` marks the tool list stale the moment
-it arrives (before the response that follows it); the next model request lists the tools
-again first (``refresh``).
+Waiting is always bounded: a call waits for a starting server at most its startup timeout;
+one that finds the server in backoff, its next attempt further away than that, asks for one
+attempt now (the server may be back: a call should not fail on a timer), and fails with the
+last error if that attempt does too (listing the tools before a model request never asks).
+A ``notifications/tools/list_changed`` marks the tool list stale the moment it arrives
+(before the response that follows it); the next model request lists the tools again first
+(``refresh``).
 
 The handshake is the 2025 one (``initialize``), which every server speaks: the SDK's servers
 serve it beside the 2026 revision, and so do the servers Codex users run.
@@ -92,7 +94,8 @@ class McpSession:
         self._stale = False
         self._changed = trio.Event()
         self._lost = trio.Event()
-        self._kick = trio.Event()
+        self._kick = trio.Event()  # a restart was asked
+        self._wake = trio.Event()  # try again now, not when the backoff's delay ends
         self._attempt_scope: trio.CancelScope | None = None
         self._listing = trio.Lock()
         self._attempts = 0
@@ -142,11 +145,13 @@ class McpSession:
                 delay = 0.0 if kicked else self._delay
                 if not kicked:
                     self._delay = min(self._delay * 2, BACKOFF_MAX_S)
-                self._kick = trio.Event()
+                self._kick, self._wake = trio.Event(), trio.Event()
                 self.next_attempt = trio.current_time() + delay
                 self._set("backoff")
                 with trio.move_on_after(delay):
-                    await self._kick.wait()
+                    await self._wake.wait()
+                if self._kick.is_set():  # a restart asked during the wait: start afresh
+                    self._kick, self._delay = trio.Event(), BACKOFF_MIN_S
                 self.next_attempt = None
         finally:
             self._client = None
@@ -253,12 +258,15 @@ class McpSession:
             self.start(nursery)
             return
         self._kick.set()
+        self._wake.set()
         if self._attempt_scope is not None:
             self._closing("starting")
             self._attempt_scope.cancel()
 
-    async def ready(self, timeout_s: float) -> Client:
-        """The connected client, waiting at most ``timeout_s`` for a start under way."""
+    async def ready(self, timeout_s: float, wake: bool = False) -> Client:
+        """The connected client, waiting at most ``timeout_s`` for a start under way.
+        ``wake``: a server in backoff whose next try is further away than that is tried
+        once now (a call should not fail on a timer when the server is back)."""
         deadline = trio.current_time() + timeout_s
         while True:
             if self._client is not None and self.state == "ready" and not self._lost.is_set():
@@ -266,8 +274,11 @@ class McpSession:
             if self.state in ("disabled", "stopped", "idle"):
                 raise ServerDown(f"the MCP server {self.name} is {'disabled' if self.state == 'disabled' else 'not running'}")
             if self.state == "backoff" and self.next_attempt is not None and self.next_attempt > deadline:
-                wait = max(0.0, (self.next_attempt or 0) - trio.current_time())
-                raise ServerDown(f"the MCP server {self.name} is down ({self.last_error}); it is tried again in {wait:.0f} s")
+                if not wake:
+                    wait = max(0.0, (self.next_attempt or 0) - trio.current_time())
+                    raise ServerDown(f"the MCP server {self.name} is down ({self.last_error}); it is tried again in {wait:.0f} s")
+                wake = False
+                self._wake.set()  # (then wait for that try, as for any start)
             changed = self._changed
             with trio.move_on_after(max(0.0, deadline - trio.current_time())):
                 await changed.wait()
@@ -302,7 +313,7 @@ class McpSession:
 
     async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float, progress: Progress | None = None) -> mcp_types.CallToolResult:
         """Call ``tool``; ``ServerDown`` if the server is not there, ``CallFailed`` if the call got no result."""
-        client = await self.ready(self.config.startup_timeout_s)
+        client = await self.ready(self.config.startup_timeout_s, wake=True)
         try:
             return await client.call_tool(tool, arguments, read_timeout_seconds=timeout_s, progress_callback=progress)
         except MCPError as exc:
@@ -310,7 +321,9 @@ class McpSession:
                 raise CallFailed(f"the MCP server {self.name} did not answer within {timeout_s:g} s (tool_timeout_sec); the call was cancelled") from None
             if exc.error.code == mcp_types.CONNECTION_CLOSED:
                 self._lost.set()
-                raise CallFailed(f"the MCP server {self.name} exited or closed the connection during the call; it is started again for the next call") from None
+                if self.config.transport == "stdio":
+                    raise CallFailed(f"the MCP server {self.name} exited or closed the connection during the call; it is started again for the next call") from None
+                raise CallFailed(f"the connection to the MCP server {self.name} was lost during the call; it is connected again for the next call") from None
             raise CallFailed(f"the MCP server {self.name} answered with an error: {exc.error.message}") from None
         except Exception as exc:  # a broken connection, an answer that is not a valid result
             raise CallFailed(f"the call to the MCP server {self.name} failed: {describe(exc)}") from None

@@ -30,8 +30,8 @@ class HttpServer:
         self.url = f"http://127.0.0.1:{port}/mcp"
 
 
-def start_http_server(token: str | None = TOKEN) -> HttpServer:
-    command = [sys.executable, str(HTTP_SERVER), *(["--token", token] if token else [])]
+def start_http_server(token: str | None = TOKEN, port: int = 0) -> HttpServer:
+    command = [sys.executable, str(HTTP_SERVER), "--port", str(port), *(["--token", token] if token else [])]
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert process.stdout is not None
     line = process.stdout.readline()  # blocks until it listens (or exits: then the assert says so)

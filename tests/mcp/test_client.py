@@ -15,7 +15,7 @@ import trio
 from PIL import Image
 
 from tests.helpers import Watch, check_thread_invariants, mock_directive
-from tests.mcp.conftest import alive
+from tests.mcp.conftest import alive, daemon_with, start_http_server
 
 
 def outputs(body: dict[str, Any]) -> dict[str, Any]:
@@ -105,6 +105,28 @@ async def test_a_server_that_crashes_mid_call_is_started_again_for_the_next(mcp_
     status = {server["name"]: server for server in mcp_daemon.mcp.status()}
     assert status["demo"]["state"] == "ready" and status["demo"]["restarts"] >= 1
     await check_thread_invariants(mcp_daemon, tid)
+
+
+async def test_an_http_server_that_dies_mid_call_is_reached_again_when_it_is_back(tmp_path: Path, mock_upstream: Any, nursery: trio.Nursery, workdir: Path) -> None:
+    server = start_http_server(token=None)
+    config = f'[mcp_servers.web]\nurl = "{server.url}"\ntool_timeout_sec = 30\n'
+    try:
+        async with daemon_with(tmp_path, config, mock_upstream.base_url, nursery) as daemon:
+            tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+            started = time.monotonic()
+            watch = await run_turn(daemon, tid, [{"calls": [call("mcp__web__crash")]}, {"calls": [call("mcp__web__echo", text="gone")]}, {"text": "ok"}])
+            crash, gone = (event.data for event in watch.of_type("tool.completed"))
+            assert crash["ok"] is False and "connection to the MCP server web was lost during the call" in crash["output"]
+            assert gone["ok"] is False and "the MCP server web is down (ConnectError" in gone["output"]  # after its startup timeout at most
+            assert time.monotonic() - started < 20  # not the 30 s tool timeout
+            server.process.wait(10)
+            server = start_http_server(token=None, port=server.port)  # back, at the same address
+            watch = await run_turn(daemon, tid, [{"calls": [call("mcp__web__echo", text="back")]}, {"text": "ok"}])
+            back = watch.of_type("tool.completed")[-1].data
+            assert back["ok"] is True and back["output"] == "back"
+    finally:
+        server.process.kill()
+        server.process.wait()
 
 
 async def test_a_server_that_hangs_is_cut_at_its_tool_timeout(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
