@@ -15,7 +15,7 @@ import trio
 from PIL import Image
 
 from tests.helpers import Watch, check_thread_invariants, mock_directive
-from tests.mcp.conftest import alive, daemon_with, start_http_server
+from tests.mcp.conftest import alive, daemon_with, demo_config, start_http_server
 
 
 def outputs(body: dict[str, Any]) -> dict[str, Any]:
@@ -165,6 +165,32 @@ async def test_approval_applies_to_an_mcp_tool(mcp_daemon: Any, mock_upstream: A
     assert touch["ok"] is False and "denied" in touch["output"] and not target.exists()  # the server never ran it
     assert echo["output"] == "read-only"  # readOnlyHint: no approval under on-write
     assert len(watch.of_type("approval.requested")) == 1
+
+
+async def test_approval_rules_match_mcp_tool_names(tmp_path: Path, mock_upstream: Any, nursery: trio.Nursery, workdir: Path) -> None:
+    rules = '[approval]\ndeny = ["mcp__demo__touch"]\nallow = ["mcp__demo__slow"]\n\n'
+    target = workdir / "touched.txt"
+    steps = [
+        {"calls": [call("mcp__demo__touch", path=str(target))]},  # denied by name: refused, never asked
+        {"calls": [call("mcp__demo__slow", steps=1)]},  # allowed by name: runs without asking
+        {"calls": [call("mcp__demo__echo", text="asked")]},  # approval = always: asks; approved for the thread
+        {"calls": [call("mcp__demo__echo", text="not asked")]},  # the thread's new rule: runs
+        {"text": "ok"},
+    ]
+    async with daemon_with(tmp_path, rules + demo_config(), mock_upstream.base_url, nursery) as daemon:
+        tid = (await daemon.ops.create_thread(cwd=str(workdir), approval="always"))["thread_id"]
+        async with Watch(daemon, tid) as watch:
+            await daemon.ops.send(tid, f"go\n{mock_directive(steps)}")
+            asked = await watch.wait_type("approval.requested", timeout=30)
+            assert asked.data["tool"] == "mcp__demo__echo" and asked.data["arguments"] == {"text": "asked"}
+            answer = daemon.supervisor.approvals.respond(asked.data["request_id"], "approve", always=True)
+            assert answer["rule"] == ["mcp__demo__echo"]
+            await watch.wait_type("turn.completed", timeout=30)
+        touch, slow, first, second = (event.data for event in watch.of_type("tool.completed"))
+        assert touch["ok"] is False and "refused by the approval rule deny [mcp__demo__touch]" in touch["output"] and not target.exists()
+        assert slow["ok"] is True and slow["output"] == "done after 1 steps"
+        assert (first["output"], second["output"]) == ("asked", "not asked")
+        assert len(watch.of_type("approval.requested")) == 1
 
 
 async def test_a_thread_uses_only_the_servers_its_config_names(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
