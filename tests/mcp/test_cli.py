@@ -4,6 +4,9 @@ config.toml, driven by ``echs`` subprocesses."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -80,3 +83,35 @@ def test_echs_mcp_ls_and_restart(served: Serve) -> None:
     assert missing.returncode == 1 and "no MCP server 'nope' (known: demo, off)" in missing.stderr
     disabled = echs(state, "mcp", "restart", "off")
     assert disabled.returncode == 1 and "disabled" in disabled.stderr
+
+
+def readme_example() -> tuple[str, str]:
+    """The worked example of the README's MCP section: its config.toml and its commands."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("## MCP servers: tools from other programs", 1)[1].split("\n## ", 1)[0]
+    config = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    commands = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    return config, commands
+
+
+def test_the_readmes_worked_example_works_as_written(tmp_path: Path) -> None:
+    config, commands = readme_example()
+    root = Path(__file__).parents[2]
+    assert "/path/to/echsd/" in config and "mcp__demo__word_count" in commands
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / "config.toml").write_text(config.replace("/path/to/echsd/.venv/bin/python", sys.executable).replace("/path/to/echsd/", f"{root}/"))
+    daemon = Serve(state)
+    try:
+        env = clean_env(tmp_path, ECHS_STATE_DIR=str(state), PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+        ran = subprocess.run(["bash", "-euc", commands], env=env, capture_output=True, text=True, timeout=60)
+        assert ran.returncode == 0 and ran.stdout.strip() == "six", ran.stderr
+        (thread,) = echs_json(state, "ls")  # type: ignore[misc]
+        history = echs_json(state, "history", thread["thread_id"])
+        (output,) = [item["output"] for item in history if item.get("type") == "function_call_output"]  # type: ignore[union-attr,index]
+        assert json.loads(output) == {"words": 6, "characters": 18}
+    finally:
+        try:
+            daemon.terminate()
+        finally:
+            daemon.kill()
