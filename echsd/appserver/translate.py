@@ -15,7 +15,8 @@ Mapping (echsd event -> protocol):
 - ``input.delivered`` + the user message's ``item.completed`` -> a ``userMessage`` item
   whose id is the input id (and ``clientId`` the client's message id, when it sent it);
 - ``turn.delta`` -> ``agentMessage`` item started, ``item/agentMessage/delta``; the
-  assistant message's ``item.completed`` completes it (reasoning likewise);
+  assistant message's ``item.completed`` completes it (reasoning likewise; see
+  ``item_events``);
 - ``tool.started`` / ``tool.output`` / ``tool.completed`` -> the call's item started,
   ``item/commandExecution/outputDelta``, completed (see ``calls``: commands and their exec
   sessions, patches, images, sub-agent calls); ``subagent.completed`` -> a
@@ -35,16 +36,15 @@ turns are shown as turns), ``history.pruned``, ``input.queued``.
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from echsd.appserver import items, shapes
 from echsd.appserver.calls import CallEvents
 from echsd.appserver.ids import thread_uuid
+from echsd.appserver.item_events import ItemEvents
 from echsd.appserver.outs import ApprovalEnded, AskApproval, Notify, Out
 from echsd.appserver.sessions import Sessions, session_id_of
-from echsd.appserver.turns import USAGE_FIELDS, Entry, TurnView, status_object, usage_breakdown
+from echsd.appserver.turns import USAGE_FIELDS, TurnView, status_object, usage_breakdown
 from echsd.events import (
     AccountRateLimits,
     ApprovalRequested,
@@ -79,15 +79,7 @@ TURN_END_STATUS: dict[type[EventData], str] = {TurnCompleted: "completed", TurnI
 PLAN_STATUS = {"pending": "pending", "in_progress": "inProgress", "completed": "completed"}
 
 
-@dataclass
-class _Streaming:
-    """An agent message or reasoning item whose deltas are arriving."""
-
-    item_id: str
-    started_ms: int
-
-
-class ThreadTranslator(CallEvents):
+class ThreadTranslator(ItemEvents, CallEvents):
     def __init__(
         self,
         thread_id: str,
@@ -114,10 +106,8 @@ class ThreadTranslator(CallEvents):
         self.last_seq = 0
         self.approvals: dict[str, dict[str, Any]] = {}  # pending: echsd id -> approval.requested data
         self.total = {name: 0 for name, _ in USAGE_FIELDS} | {"totalTokens": 0}
-        self.first_user_text: str | None = None
         self.cwd_moved_at: int | None = None  # the first seq at which the cwd changed
-        self._delivered: deque[str] = deque()  # input ids whose user message comes next
-        self._streaming: dict[str, _Streaming] = {}  # agentMessage / reasoning items being streamed
+        self.items_init()
         self.calls_init(Sessions())
 
     # -- the one entry point ----------------------------------------------------------------
@@ -262,77 +252,6 @@ class ThreadTranslator(CallEvents):
     def _turn_waiting(self, event: TurnWaiting, ms: int, seq: int) -> list[Out]:
         return [Notify("warning", {"threadId": self.uuid, "message": f"The turn waits: {event.reason or 'no free slot'}"})]
 
-    # -- items -------------------------------------------------------------------------------
-
-    def _input_delivered(self, event: InputDelivered, ms: int, seq: int) -> list[Out]:
-        self._delivered.append(str(event.input_id))
-        return []
-
-    def _item_completed(self, event: ItemCompleted, ms: int, seq: int) -> list[Out]:
-        item = event.item
-        if not isinstance(item, dict) or self.turn is None:
-            return []
-        if items.is_user_message(item):
-            input_id = self._delivered.popleft() if self._delivered else f"item-{seq}"
-            user = items.user_message(input_id, item, self.client_ids.get(input_id))
-            if self.first_user_text is None:
-                self.first_user_text = next((part["text"] for part in user["content"] if part["type"] == "text"), None)
-            return [self._started(user, ms), self._completed(user, ms, ms)]
-        if items.is_assistant_message(item):
-            return self._finish_streamed("agentMessage", items.message_text(item), ms, seq)
-        if item.get("type") == "reasoning":
-            return self._finish_streamed("reasoning", items.reasoning_summary(item), ms, seq)
-        return []
-
-    def _finish_streamed(self, kind: str, content: Any, ms: int, seq: int) -> list[Out]:
-        """The finished agent message or reasoning item (started here if nothing streamed)."""
-        build = _STREAMED[kind][0]
-        out: list[Out] = []
-        streaming = self._streaming.pop(kind, None)
-        if streaming is None:
-            streaming = _Streaming(f"item-{seq}", ms)
-            out.append(self._started(build(streaming.item_id, [] if kind == "reasoning" else ""), ms))
-        out.append(self._completed(build(streaming.item_id, content), streaming.started_ms, ms))
-        return out
-
-    def _delta(self, kind: str, event: TurnDelta | TurnReasoningDelta, ms: int, seq: int) -> list[Out]:
-        """A streamed piece of an agent message or reasoning summary (``kind``)."""
-        if self.turn is None:
-            return []
-        build, method, extra = _STREAMED[kind]
-        item_id = str(event.item_id or f"item-{seq}")
-        out: list[Out] = []
-        streaming = self._streaming.get(kind)
-        if streaming is None or streaming.item_id != item_id:
-            self._streaming[kind] = _Streaming(item_id, ms)
-            out.append(self._started(build(item_id, [] if kind == "reasoning" else ""), ms))
-        out.append(Notify(method, {**self._ids(), "itemId": item_id, "delta": str(event.delta or ""), **extra}))
-        return out
-
-    def _started(self, item: dict[str, Any], ms: int, turn: TurnView | None = None) -> Notify:
-        return Notify("item/started", {"item": item, **self._ids(turn), "startedAtMs": ms})
-
-    def _completed(self, item: dict[str, Any], started_ms: int, ms: int, turn: TurnView | None = None) -> Notify:
-        self._keep(item, started_ms, ms, turn)
-        return Notify("item/completed", {"item": item, **self._ids(turn), "completedAtMs": ms})
-
-    def _keep(self, item: dict[str, Any], started_ms: int, ms: int, turn: TurnView | None = None) -> Entry | None:
-        """Add a finished item to its turn (the running one unless given): every item when
-        the history is kept, else only the last agent message (a turn's summary)."""
-        turn = turn or self.turn
-        if turn is None or not (self.keep_turns or item["type"] == "agentMessage"):
-            return None
-        entry = Entry(item, started_ms, ms)
-        if self.keep_turns:
-            turn.entries.append(entry)
-        else:
-            turn.entries[:] = [entry]
-        return entry
-
-    def _ids(self, turn: TurnView | None = None) -> dict[str, str]:
-        turn = turn or self.turn
-        return {"threadId": self.uuid, "turnId": turn.id if turn is not None else ""}
-
     # -- approvals ---------------------------------------------------------------------------
 
     def _approval_requested(self, event: ApprovalRequested, ms: int, seq: int) -> list[Out]:
@@ -355,13 +274,6 @@ class ThreadTranslator(CallEvents):
         if self.approvals.pop(approval_id, None) is None:
             return []
         return [ApprovalEnded(approval_id, str(event.decision)), self._status_changed()]
-
-
-# Streamed item kinds: how to build the item, the delta notification, its extra params.
-_STREAMED: dict[str, tuple[Callable[[str, Any], dict[str, Any]], str, dict[str, Any]]] = {
-    "agentMessage": (items.agent_message, "item/agentMessage/delta", {}),
-    "reasoning": (items.reasoning, "item/reasoning/summaryTextDelta", {"summaryIndex": 0}),
-}
 
 
 def _make_turn_end(status: str) -> Handler:
