@@ -322,10 +322,11 @@ class Supervisor:
         return new_config(params, default_model=self.default_model, default_tools=default_tool_names(self.services.builtins), rules=rules)
 
     def depth(self, thread_id: str) -> int:
+        """Depth in its tree: kept with each child (ancestors may run on other nodes), else counted here."""
         depth, core = 0, self.records[thread_id].core
-        while core.parent is not None and core.parent in self.records:
+        while not isinstance(core.extra.get("depth"), int) and core.parent is not None and core.parent in self.records:
             depth, core = depth + 1, self.records[core.parent].core
-        return depth
+        return depth + int(core.extra.get("depth") or 0)
 
     def check_room_for_child(self, parent_id: str) -> None:
         depth = self.depth(parent_id) + 1
@@ -342,6 +343,7 @@ class Supervisor:
             raise Unavailable("the daemon is shutting down: no new threads")
         thread_id = new_thread_id()
         node, epoch = placed or (self.node_id, self.lease.epoch)
+        extra = {**(extra or {}), "depth": self.depth(parent) + 1} if parent is not None else extra
         core = ThreadCore(thread_id, parent=parent, created_at=time.time(), state=ThreadState.IDLE, config=config, extra=extra)
         record = ThreadRecord(core, ThreadLog(thread_id, self.store.writer, 0), node)
         self.records[thread_id] = record

@@ -22,10 +22,11 @@ class Nodes:
         self.url = url
         self.started: dict[str, Serve] = {}
 
-    def start(self, node_id: str, lease_s: float = LEASE_S, extra: tuple[str, ...] = ()) -> Serve:
+    def start(self, node_id: str, lease_s: float = LEASE_S, extra: tuple[str, ...] = (), tuning: str = "") -> Serve:
+        """``tuning``: more lines for the node's ``[tuning]`` table."""
         state = self.state_dir(node_id)
         state.mkdir(parents=True, exist_ok=True)
-        (state / "config.toml").write_text(f"[tuning]\nlease_s = {lease_s}\n")
+        (state / "config.toml").write_text(f"[tuning]\nlease_s = {lease_s}\n{tuning}\n")
         serve = Serve(state, "--store", self.url, "--node-id", node_id, *extra)
         self.started[node_id] = serve
         return serve

@@ -1,8 +1,11 @@
-"""A sub-agent placed on another node than its parent's reports back to the parent."""
+"""A sub-agent placed on another node than its parent's reports back to the parent, and
+counts its depth in the tree from its parent's, wherever that runs."""
 
 from __future__ import annotations
 
 import trio
+
+from echsd.wire.errors import WireError
 
 from tests.cli.helpers import client_for
 from tests.cluster.conftest import Nodes
@@ -33,3 +36,18 @@ async def test_a_child_on_node_b_reports_to_its_parent_on_node_a(nodes: Nodes) -
         killed = await on_a.request("thread.kill", {"thread_id": parent})
         assert sorted(killed["killed"]) == sorted([parent, child["thread_id"]])
         assert (await on_b.request("thread.get", {"thread_id": child["thread_id"]}))["state"] == "killed"
+
+
+async def test_a_child_on_node_b_knows_its_depth_from_its_parent_on_node_a(nodes: Nodes) -> None:
+    nodes.start("node-a")
+    b = nodes.start("node-b", tuning="max_depth = 1")
+    async with client_for(nodes.state_dir("node-a")) as on_a, client_for(b.state_dir) as on_b:
+        parent = (await on_a.request("thread.create", {}))["thread_id"]
+        child = (await on_a.request("thread.create", {"parent": parent, "node": "node-b"}))["thread_id"]
+        assert (await on_b.request("thread.get", {"thread_id": child}))["node"] == "node-b"
+        try:
+            await on_b.request("thread.create", {"parent": child})  # depth 2, which node B allows no more
+        except WireError as exc:
+            assert exc.code == "invalid_state" and "would be 2 levels deep" in exc.message and "max_depth=1" in exc.message, exc
+        else:
+            raise AssertionError("node B took a grandchild past max_depth: it counted the child's depth from itself")
