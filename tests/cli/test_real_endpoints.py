@@ -150,6 +150,15 @@ def test_agents_md_and_the_environment_come_first_and_a_new_cwd_is_told_once(sit
     send(daemon.state_dir, tid, "fourth")
     assert len(context_items(sent_by(mock, tid)[-1])) == 2  # told once
 
+    configured = echs(daemon.state_dir, "config", tid, "sandbox=read-only", "approval=on-request")
+    assert configured.returncode == 0, configured.stderr
+    send(daemon.state_dir, tid, "fifth")
+    fifth = sent_by(mock, tid)[-1]
+    assert len(context_items(fifth)) == 3
+    assert texts(context_items(fifth)[-1]) == [
+        "<environment_context>\n  <sandbox_mode>read-only</sandbox_mode>\n  <approval_policy>on-request</approval_policy>\n</environment_context>"
+    ]  # the new policy alone: the rules did not change
+
 
 def asked_summaries(mock: MockProcess) -> list[dict[str, Any]]:
     return [r for r in mock.requests() if r["path"].endswith("/responses") and "summary" in (r["body"].get("reasoning") or {})]
