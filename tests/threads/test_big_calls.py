@@ -1,6 +1,8 @@
 """Large model outputs never stall the daemon: while tool calls with megabytes of arguments
 are handled (one long shell word, many 100 KB calls, a big shell apply_patch watched by
-app-server clients), a second client's ``status`` is answered in under 100 ms. And a call
+app-server clients), a second client's ``status`` is answered in under 100 ms, or, on a
+machine so loaded that an idle daemon's own ``status`` takes longer, within three times
+the slowest idle answer measured just before (the raw limit of the same run). And a call
 past ``[tuning] tool_argument_bytes`` (4 MiB) is answered with an error saying so.
 
 A real ``echsd serve`` is fed by a real ``echsd mock-upstream`` (a process of its own, so
@@ -96,6 +98,28 @@ class Latency:
 
     def __init__(self) -> None:
         self.samples: list[float] = []
+        self.idle: list[float] = []
+
+    @property
+    def limit(self) -> float:
+        """100 ms, unless the machine's load alone makes an idle daemon slower than a third
+        of that (a stall of the event loop is far past either)."""
+        return max(STATUS_LIMIT_S, 3 * max(self.idle, default=0.0))
+
+    @property
+    def within_limit(self) -> bool:
+        return max(self.samples) < self.limit
+
+    async def measure_idle(self, state: Path, probes: int = 25) -> None:
+        """The raw limit: ``status`` of the same daemon with nothing to do, timed the same way."""
+        from echsd.wire.client import connect
+
+        async with connect(state_dir=state) as client:
+            for _ in range(probes):
+                started = time.monotonic()
+                await client.request("status", {})
+                self.idle.append(time.monotonic() - started)
+                await trio.sleep(PROBE_EVERY_S)  # pacing like the probe's, not synchronisation
 
     async def probe(self, state: Path, stop: trio.Event) -> None:
         from echsd.wire.client import connect
@@ -110,7 +134,11 @@ class Latency:
 
     def report(self) -> str:
         ordered = sorted(self.samples)
-        return f"{len(ordered)} probes, median {ordered[len(ordered) // 2] * 1000:.1f} ms, max {ordered[-1] * 1000:.1f} ms"
+        idle = max(self.idle, default=0.0) * 1000
+        return (
+            f"{len(ordered)} probes, median {ordered[len(ordered) // 2] * 1000:.1f} ms, max {ordered[-1] * 1000:.1f} ms;"
+            f" idle max {idle:.1f} ms, limit {self.limit * 1000:.1f} ms"
+        )
 
 
 async def app_watcher(state: Path, thread_id: str, received: list[dict[str, Any]], *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -139,6 +167,7 @@ async def run_turn_measured(
     from echsd.wire.client import connect
 
     latency, stop, events = Latency(), trio.Event(), []
+    await latency.measure_idle(state)
     async with trio.open_nursery() as nursery, connect(state_dir=state) as sender:
         for _ in range(watchers):
             await nursery.start(app_watcher, state, thread_id, [])
@@ -169,7 +198,7 @@ async def measured_turn(
         cwd.mkdir()
         thread = new_thread(state, "--cwd", str(cwd), *thread_args)
         latency, events = await run_turn_measured(state, thread, text, **kwargs)
-        if max(latency.samples) < STATUS_LIMIT_S:
+        if latency.within_limit:
             break
     return cwd, thread, latency, events
 
@@ -182,7 +211,7 @@ async def test_one_long_shell_word(daemon: Serve, tmp_path: Path) -> None:
     _, _, latency, events = await measured_turn(daemon.state_dir, tmp_path, "ONE-WORD")
     assert events[-1]["event"] == "turn.completed", events[-1]
     assert len(outputs(events)) == 1
-    assert max(latency.samples) < STATUS_LIMIT_S, latency.report()
+    assert latency.within_limit, latency.report()
 
 
 @pytest.mark.parametrize("approval", ["never", "always"])
@@ -193,14 +222,14 @@ async def test_many_calls_with_large_arguments(daemon: Serve, tmp_path: Path, ap
     assert events[-1]["event"] == "turn.completed", events[-1]
     assert [output.startswith("error: workdir") for output in outputs(events)] == [True] * 25
     assert len([event for event in events if event["event"] == "approval.resolved"]) == (25 if approval == "always" else 0)
-    assert max(latency.samples) < STATUS_LIMIT_S, latency.report()
+    assert latency.within_limit, latency.report()
 
 
 async def test_big_shell_patch_watched_by_app_server_clients(daemon: Serve, tmp_path: Path) -> None:
     cwd, _, latency, events = await measured_turn(daemon.state_dir, tmp_path, "BIG-PATCH", watchers=3)
     assert events[-1]["event"] == "turn.completed", events[-1]
     assert (cwd / "big.txt").read_text().count("\n") == BIG_PATCH_LINES
-    assert max(latency.samples) < STATUS_LIMIT_S, latency.report()
+    assert latency.within_limit, latency.report()
 
 
 async def test_arguments_over_the_limit_are_refused(daemon: Serve, tmp_path: Path) -> None:
