@@ -1,7 +1,10 @@
 """``LeaseGuard``: the store writer's guard where several daemons share PostgreSQL.
 
-Inside every write transaction it (1) checks, under a share lock on the thread rows, that
-every thread the units write for is still leased to this node's incarnation, and (2) as the
+Inside every write transaction it (1) checks that each unit was submitted under the lease
+this node holds now (one submitted before an outage that cost the lease, still pending when
+the node rejoined under a new one, is refused: its thread was reloaded from the store
+since), and, under a share lock on the thread rows, that every thread the units write for is
+still leased to this node's incarnation, and (2) as the
 transaction's last statement, notifies the other nodes which events it appended (thread,
 first and last seq), which PostgreSQL delivers at commit and only then.
 """
@@ -21,14 +24,21 @@ class LeaseGuard:
         self.lease = lease  # read on the writer's thread: None while this node holds no lease
         self._on_lost = on_lost
 
+    def submitted(self, unit: Unit) -> None:
+        if unit.fence is not None:
+            unit.epoch = self.lease.epoch
+
     def before(self, conn: Conn, units: Sequence[Unit]) -> None:
-        fenced = sorted({unit.fence for unit in units if unit.fence is not None})
+        fenced = [(unit.fence, unit.epoch) for unit in units if unit.fence is not None]
         if not fenced:
             return
         epoch = self.lease.epoch
-        lost = frozenset(
-            thread_id for thread_id, held in epochs_of(conn, fenced).items() if epoch is None or held != epoch
-        )
+        stale = sorted({thread_id for thread_id, under in fenced if epoch is None or under != epoch})
+        if stale:  # decided under a lease this node no longer holds: no news of other nodes
+            shown = ", ".join(stale[:3]) + (" ..." if len(stale) > 3 else "")
+            raise LeaseLost(f"writes of {shown} were made under a lease this node no longer holds; refused")
+        threads = sorted({thread_id for thread_id, _ in fenced})
+        lost = frozenset(thread_id for thread_id, held in epochs_of(conn, threads).items() if held != epoch)
         if lost:
             shown = ", ".join(sorted(lost)[:3]) + (" ..." if len(lost) > 3 else "")
             raise LeaseLost(f"the lease of {shown} is held by another node now; write refused", lost)

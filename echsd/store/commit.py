@@ -23,7 +23,7 @@ import trio
 
 from echsd.logs import get_logger
 from echsd.store.conn import Conn
-from echsd.store.errors import StoreError
+from echsd.store.errors import StoreUnavailable
 from echsd.store.unit import Unit, apply_units
 
 log = get_logger("echsd.store.writer")
@@ -35,6 +35,9 @@ Finish = Callable[[Sequence[Unit], Sequence[BaseException | None], int], None]
 
 class WriteGuard(Protocol):
     """Hooks into every write transaction (on the writer thread), and back on trio."""
+
+    def submitted(self, unit: Unit) -> None:
+        """On the trio thread, as ``unit`` is submitted: stamp it with the lease it is under."""
 
     def before(self, conn: Conn, units: Sequence[Unit]) -> None:
         """Raise ``LeaseLost`` if any unit's ``fence`` thread is no longer ours."""
@@ -109,7 +112,7 @@ class BatchCommitter:
             first_failure = now if first_failure is None else first_failure
             if now - first_failure >= self.retry_budget_s:
                 log.error("store_write_gave_up", units=len(remaining), error=repr(error))
-                failure = StoreError(f"store write failed after {self.retry_budget_s:.0f}s of retries: {error}")
+                failure = StoreUnavailable(f"store write failed after {self.retry_budget_s:.0f}s of retries: {error}")
                 failure.__cause__ = error
                 finish(remaining, [failure] * len(remaining), 0)
                 return

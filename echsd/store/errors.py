@@ -21,6 +21,13 @@ class StoreClosed(StoreError):
     code = Unavailable.code
 
 
+class StoreUnavailable(StoreError):
+    """The database is out of reach (down, restarting, the network): nothing was read or
+    written, and the same request should work once it is back."""
+
+    code = Unavailable.code
+
+
 class StoreConflict(StoreError):
     """A guarded write found the database other than its decision assumed (a compare-and-set
     lost to another writer, possibly another daemon sharing the database). The unit changed

@@ -23,7 +23,7 @@ import trio
 
 from echsd.logs import get_logger
 from echsd.store.conn import Conn, Dialect
-from echsd.store.errors import StoreClosed, StoreError
+from echsd.store.errors import StoreClosed, StoreError, StoreUnavailable
 from echsd.store.writer import StoreWriter
 
 T = TypeVar("T")
@@ -120,27 +120,45 @@ class Store(ABC):
             raise StoreClosed(f"the store {self.location} is closed")
 
     def _run_read(self, fn: Callable[[Conn], T]) -> T:
-        conn = self._acquire()
-        try:
-            with conn.snapshot():
-                return fn(conn)
-        except Exception as exc:
-            if self._driver_error(exc):
-                raise StoreError(f"store read failed ({self.location}): {first_line(exc)}") from exc
-            raise
-        finally:
-            self._release(conn)
+        """``fn`` on a reader; a pooled connection the server dropped meanwhile (a database
+        restart) is replaced once, so only a database that is really away fails the read."""
+        fresh = False
+        while True:
+            conn, fresh = self._acquire(fresh)
+            try:
+                with conn.snapshot():
+                    return fn(conn)
+            except Exception as exc:
+                if not self._driver_error(exc):
+                    raise
+                if self._unreachable(exc) and conn.broken and not fresh:
+                    fresh = True
+                    continue
+                raise self._read_error(f"store read failed ({self.location})", exc) from exc
+            finally:
+                self._release(conn)
 
-    def _acquire(self) -> Conn:
-        with self._lock:
-            if self._free:
-                return self._free.pop()
+    def _acquire(self, fresh: bool) -> tuple[Conn, bool]:
+        """A reader, and whether it is new (``fresh``: never one from the pool)."""
+        if not fresh:
+            with self._lock:
+                if self._free:
+                    return self._free.pop(), False
         try:
-            return self._connect_reader()  # lazily: most processes need one or two
+            return self._connect_reader(), True  # lazily: most processes need one or two
         except Exception as exc:
             if self._driver_error(exc):
-                raise StoreError(f"cannot open a reader on {self.location}: {first_line(exc)}") from exc
+                raise self._read_error(f"cannot open a reader on {self.location}", exc) from exc
             raise
+
+    def _read_error(self, what: str, exc: BaseException) -> StoreError:
+        if self._unreachable(exc):
+            return StoreUnavailable(f"{what}: {first_line(exc)}; the database is out of reach, try again in a few seconds")
+        return StoreError(f"{what}: {first_line(exc)}")
+
+    def _unreachable(self, exc: BaseException) -> bool:
+        """True for a driver error that means the database server is away (not the query)."""
+        return False
 
     def _release(self, conn: Conn) -> None:
         if not conn.broken:

@@ -40,7 +40,9 @@ class Unit:
     place for an owner of in-memory state to apply (or drop) what it decided, and publish
     it, with no checkpoint in between. It must not block; an exception is logged.
     ``fence`` names the thread whose lease the unit was decided under: where several
-    daemons share the database, the writer's guard refuses it once the lease moved on.
+    daemons share the database, the writer's guard stamps it with the node's lease as it is
+    submitted (``epoch``) and refuses it once the lease moved on, also when this node holds
+    a newer lease by the time the unit reaches the database (it rejoined after an outage).
     """
 
     events: list[Event] = field(default_factory=list)
@@ -48,6 +50,7 @@ class Unit:
     notices: list[Event] = field(default_factory=list)
     on_done: Callable[[StoreError | None], None] | None = None
     fence: str | None = None  # the thread this unit writes for (checked against its lease)
+    epoch: int | None = None  # the lease it was submitted under (stamped by the writer's guard)
     _submitted: bool = field(default=False, init=False, repr=False)
     _done: bool = field(default=False, init=False, repr=False)
     _error: BaseException | None = field(default=None, init=False, repr=False)

@@ -173,6 +173,8 @@ class StoreWriter:
         if unit._submitted:
             raise ValueError("a Unit can be submitted only once")
         unit._submitted = True
+        if self._committer.guard is not None:
+            self._committer.guard.submitted(unit)
         self._pending.append(unit)
         self._outstanding += 1
         self._last = unit

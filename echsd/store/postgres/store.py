@@ -77,6 +77,9 @@ class PgStore(Store):
     def _driver_error(self, exc: BaseException) -> bool:
         return isinstance(exc, psycopg.Error)
 
+    def _unreachable(self, exc: BaseException) -> bool:
+        return isinstance(exc, psycopg.OperationalError)
+
 
 def application_name(node_id: str) -> str:
     return f"echsd {node_id}".strip()[:63]  # PostgreSQL keeps 63 bytes
