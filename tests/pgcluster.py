@@ -54,6 +54,7 @@ class TempCluster:
         self.data = self.root / "data"
         self._user = _server_user()
         self._running = False
+        self._options = ""
 
     @property
     def socket_dir(self) -> Path:
@@ -75,11 +76,26 @@ class TempCluster:
             "max_connections=300",
             *(() if self.durable else FAST_SETTINGS),
         ]
-        options = " ".join(f"-c {setting}" for setting in settings)
-        log = self.root / "server.log"
-        self._pg("pg_ctl", "-D", str(self.data), "-l", str(log), "-o", options, "-w", "-t", str(TIMEOUT_S), "start")
-        self._running = True
+        self._options = " ".join(f"-c {setting}" for setting in settings)
+        self._start_server()
         return self
+
+    def _start_server(self) -> None:
+        log = self.root / "server.log"
+        self._pg("pg_ctl", "-D", str(self.data), "-l", str(log), "-o", self._options, "-w", "-t", str(TIMEOUT_S), "start")
+        self._running = True
+
+    def take_down(self) -> None:
+        """Stop the server as an outage would (``-m fast``: every connection is cut), keeping
+        its data for ``bring_back``."""
+        if self._running:
+            self._running = False
+            self._pg("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def bring_back(self) -> None:
+        """Start the server again after ``take_down``, on the same socket and data."""
+        if not self._running:
+            self._start_server()
 
     def stop(self) -> None:
         """Stop the server at once (its data is thrown away) and remove the directory."""

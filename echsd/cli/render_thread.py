@@ -38,6 +38,9 @@ def status_lines(status: dict[str, Any], style: Style) -> list[str]:
     if status.get("containment"):
         lines.append(f"tools run  contained by {status['containment']}" + (style.dim(" (setsid escapes it)") if status["containment"] == "process-group" else ""))
     lines.extend(sandbox_lines(status.get("sandbox"), style))
+    store = status.get("store") or {}
+    if store.get("reachable") is False:
+        lines.append("store      " + style(f"out of reach: {store.get('error')}", fg="red"))
     nodes = status.get("nodes") or []
     if len(nodes) > 1 or any(node.get("lease_expires_in_s") is not None for node in nodes):
         lines.append(f"node       {status.get('node') or '-'} (of {len(nodes)} sharing the store)")

@@ -30,6 +30,8 @@ log = get_logger(__name__)
 
 Handler = Callable[[Op], Awaitable[Any]]
 STALE_S = 3600.0  # answered or abandoned rows older than this are removed
+PICK_UP_RETRY_S = 0.25  # while the database is away; doubling up to PICK_UP_RETRY_MAX_S
+PICK_UP_RETRY_MAX_S = 5.0
 
 
 def _error_classes() -> dict[str, type[EchsError]]:
@@ -104,7 +106,11 @@ class Forwarder:
         self._nursery.start_soon(self._collect, address[1])
 
     async def _collect(self, request_id: str) -> None:
-        row = await self._store.read(lambda conn: conn.execute("SELECT answer FROM requests WHERE request_id = ?", (request_id,)).fetchone())
+        try:
+            row = await self._store.read(lambda conn: conn.execute("SELECT answer FROM requests WHERE request_id = ?", (request_id,)).fetchone())
+        except EchsError as exc:  # the database went away again: the origin's wait times out
+            log.warning("cluster_answer_unread", request_id=request_id, error=exc.message)
+            return
         waiting = self._waiting.get(request_id)
         if row is None or row[0] is None or waiting is None:
             return
@@ -133,11 +139,20 @@ class Forwarder:
 
     async def pick_up(self) -> None:
         """Serve every request addressed here that has no answer (at start, after an
-        adoption, after the listener reconnected)."""
+        adoption, after the listener reconnected); while the database is away, try again
+        with backoff."""
         node = self.node_id
-        rows = await self._store.read(
-            lambda conn: conn.execute("SELECT request_id FROM requests WHERE target = ? AND answer IS NULL ORDER BY created_at", (node,)).fetchall()
-        )
+        delay = PICK_UP_RETRY_S
+        while True:
+            try:
+                rows = await self._store.read(
+                    lambda conn: conn.execute("SELECT request_id FROM requests WHERE target = ? AND answer IS NULL ORDER BY created_at", (node,)).fetchall()
+                )
+                break
+            except EchsError as exc:
+                log.warning("cluster_pick_up_failed", error=exc.message, retry_s=delay)
+                await trio.sleep(delay)
+                delay = min(delay * 2, PICK_UP_RETRY_MAX_S)
         assert self._nursery is not None
         for (request_id,) in rows:
             self._nursery.start_soon(self._serve, request_id)
@@ -147,27 +162,32 @@ class Forwarder:
             return
         self._running.add(request_id)
         try:
-            row = await self._store.read(
-                lambda conn: conn.execute(
-                    "SELECT origin, thread_id, op, params FROM requests WHERE request_id = ? AND answer IS NULL", (request_id,)
-                ).fetchone()
-            )
-            if row is None:
-                return
-            origin, thread_id, op, params = row
-            try:
-                answer: dict[str, Any] = {"result": await self._handler(from_forward(op, params))}
-            except EchsError as exc:
-                answer = {"error": {"code": exc.code, "message": exc.message}}
-            except Exception as exc:  # never take the node down for one request
-                log.exception("cluster_request_failed", op=op, thread_id=thread_id)
-                answer = {"error": {"code": Internal.code, "message": f"{op} failed on node {self.node_id}: {exc!r}"}}
-            self.served += 1
-            update = ("UPDATE requests SET answer = ? WHERE request_id = ?", (orjson.dumps(answer, default=str).decode(), request_id))
-            notify = ("SELECT pg_notify(?, ?)", (ANSWERS, f"{origin} {request_id}"))
-            await self._store.writer.commit(Unit(statements=[update, notify]))
+            await self._serve_row(request_id)
+        except EchsError as exc:  # the database is away: the row stays, for the next pick-up
+            log.warning("cluster_request_not_served", request_id=request_id, error=exc.message)
         finally:
             self._running.discard(request_id)
+
+    async def _serve_row(self, request_id: str) -> None:
+        row = await self._store.read(
+            lambda conn: conn.execute(
+                "SELECT origin, thread_id, op, params FROM requests WHERE request_id = ? AND answer IS NULL", (request_id,)
+            ).fetchone()
+        )
+        if row is None:
+            return
+        origin, thread_id, op, params = row
+        try:
+            answer: dict[str, Any] = {"result": await self._handler(from_forward(op, params))}
+        except EchsError as exc:
+            answer = {"error": {"code": exc.code, "message": exc.message}}
+        except Exception as exc:  # never take the node down for one request
+            log.exception("cluster_request_failed", op=op, thread_id=thread_id)
+            answer = {"error": {"code": Internal.code, "message": f"{op} failed on node {self.node_id}: {exc!r}"}}
+        self.served += 1
+        update = ("UPDATE requests SET answer = ? WHERE request_id = ?", (orjson.dumps(answer, default=str).decode(), request_id))
+        notify = ("SELECT pg_notify(?, ?)", (ANSWERS, f"{origin} {request_id}"))
+        await self._store.writer.commit(Unit(statements=[update, notify]))
 
     async def _sweep(self) -> None:
         while True:

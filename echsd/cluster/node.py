@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
+import psycopg
 import trio
 
 from echsd.cluster import nodes
@@ -31,8 +32,10 @@ from echsd.errors import EchsError, NotFound, Unavailable
 from echsd.logs import get_logger
 from echsd.ops.base import Op
 from echsd.store import Store, queries
+from echsd.store.errors import StoreUnavailable
 from echsd.store.postgres.connection import PgConn
 from echsd.store.postgres.store import PgStore, application_name
+from echsd.store.store import first_line
 from echsd.threads.hub import EventHub
 from echsd.threads.lease import Lease
 from echsd.threads.supervisor import Supervisor
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 T = TypeVar("T")
 FORWARD_TIMEOUT_S = 10.0
+REJOIN_FIRST_S = 0.25  # the first wait before joining again; doubling up to REJOIN_MAX_S
+REJOIN_MAX_S = 5.0
 
 
 class ClusterNode:
@@ -160,17 +165,22 @@ class ClusterNode:
             await self.forwarder.pick_up()
 
     async def _rejoin(self, reason: str) -> None:
+        """Stop everything, then join again and take back this node's threads, retrying
+        with backoff while the database is away."""
         self._stop_all(reason)
+        delay = REJOIN_FIRST_S
         while True:
             try:
                 epoch = await self.join()
+                mine = await self.store.read(lambda conn: sorted(queries.leased_threads(conn, epoch)))
                 break
             except Exception as exc:
-                log.warning("cluster_rejoin_failed", error=repr(exc))
-                await trio.sleep(min(1.0, self.lease_s / 3))
+                self.lease.revoked()
+                log.warning("cluster_rejoin_failed", error=repr(exc), retry_s=delay)
+                await trio.sleep(delay)
+                delay = min(delay * 2, REJOIN_MAX_S)
         self._lost = trio.Event()
         if self._supervisor is not None:
-            mine = await self.store.read(lambda conn: sorted(queries.leased_threads(conn, epoch)))
             await self._supervisor.adopt(mine)
         await self.forwarder.pick_up()
 
@@ -180,7 +190,10 @@ class ClusterNode:
             self._supervisor.drop(list(self._supervisor.records), reason)
 
     def _fenced(self, thread_ids: frozenset[str]) -> None:
-        """The writer refused writes of these threads: another node holds them now."""
+        """The writer refused writes of these threads: another node holds them now (none:
+        the writes were this node's own, from before it lost its lease)."""
+        if not thread_ids:
+            return
         if self._supervisor is not None:
             self._supervisor.drop(thread_ids, "another node holds the lease now")
         if self.lease.epoch is not None:
@@ -195,7 +208,11 @@ class ClusterNode:
         return self._supervisor is not None and thread_id in self._supervisor.records
 
     async def _db(self, fn: Callable[..., T], *args: Any) -> T:
-        return await trio.to_thread.run_sync(fn, self._conn, *args, limiter=self._limiter)
+        """``fn`` on the membership connection; the database being away is ``unavailable``."""
+        try:
+            return await trio.to_thread.run_sync(fn, self._conn, *args, limiter=self._limiter)
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(f"the cluster's database is out of reach ({first_line(exc)}); try again in a few seconds") from exc
 
     # -- RemoteNodes (the router's other nodes) ----------------------------------------------
 

@@ -20,6 +20,7 @@ from echsd.paging import page_of
 from echsd.router.handlers import answers
 from echsd.router.node import LocalNode
 from echsd.store import Gap, queries
+from echsd.store.errors import StoreUnavailable
 from echsd.threads.agents import agent_view
 from echsd.threads.directory import stored_core, stored_objects
 from echsd.threads.state import ThreadState
@@ -56,7 +57,13 @@ async def status(node: LocalNode, op: Status) -> dict[str, Any]:
         "node": node.node_id,
     }
     if node.remote is not None:
-        data["nodes"] = await node.remote.nodes()
+        try:
+            data["nodes"] = await node.remote.nodes()
+        except StoreUnavailable as exc:  # this node still answers, and says why it knows no more
+            data["store"] = {"reachable": False, "error": exc.message}
+            data["nodes"] = [{"node_id": node.node_id, "alive": None, "lease_expires_in_s": None, "threads": len(supervisor.records)}]
+        else:
+            data["store"] = {"reachable": True, "error": None}
         data["threads"]["cluster_total"] = sum(each["threads"] for each in data["nodes"])
     else:
         data["nodes"] = [{"node_id": node.node_id, "alive": True, "lease_expires_in_s": None, "threads": len(supervisor.records)}]

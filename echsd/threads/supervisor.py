@@ -6,6 +6,8 @@ escaping an actor is logged with its traceback and the actor is restarted from t
 more than ``restart_limit`` crashes within ``restart_window_s`` and the thread is given up
 for ``restart_cooldown_s`` (requests answer ``unavailable``; ``kill`` still works, see
 ``given_up``), then restarted by the next request. Neither reaches the daemon or other threads.
+A worker that stopped because the database is out of reach (``StoreUnavailable``) did not
+crash: it is started again after a backoff, and meanwhile requests answer ``unavailable``.
 
 The thread tree has one authority. A child is created through its parent's actor (the
 mailbox orders it against the parent's kill, and a parent being killed refuses children).
@@ -38,6 +40,7 @@ from echsd.ops.base import Op
 from echsd.ops.internal import ChildFinished, Shutdown
 from echsd.settings import Tuning
 from echsd.store import Store, Unit, ops
+from echsd.store.errors import StoreUnavailable
 from echsd.threads.actor import ThreadActor
 from echsd.threads.account import AccountLimits
 from echsd.threads.approvals import ApprovalBook
@@ -59,6 +62,8 @@ from echsd.tools.registry import McpToolSource, default_tool_names
 from echsd.tools.remote import RemoteCalls
 
 log = get_logger(__name__)
+STORE_AWAY_FIRST_S = 0.5  # a worker that found the database away waits this long, doubling up to STORE_AWAY_MAX_S
+STORE_AWAY_MAX_S = 5.0
 
 TurnListener = Callable[[str, TurnEnd | None], None]
 
@@ -200,6 +205,7 @@ class Supervisor:
     async def _supervise_worker(self, record: ThreadRecord) -> None:
         crashes: deque[float] = deque()
         crashed: BaseException | None = None
+        away = STORE_AWAY_FIRST_S
         while True:  # one worker per pass; a crash restarts it (a give-up after a cool-down)
             try:
                 await ThreadActor(record, self.services).run(crashed)
@@ -207,6 +213,13 @@ class Supervisor:
                 return
             except Exception as exc:
                 root = first_leaf(exc)
+                if isinstance(root, StoreUnavailable):  # no crash: wait for the database, then start again
+                    log.warning("thread worker waits for the database", thread_id=record.thread_id, error=root.message, retry_s=away)
+                    await self._refuse_while_store_away(record, root, away)
+                    away = min(away * 2, STORE_AWAY_MAX_S)
+                    crashed = root
+                    continue
+                away = STORE_AWAY_FIRST_S
                 log.error("thread worker crashed", thread_id=record.thread_id, exc_info=root)
                 now = time.monotonic()
                 crashes.append(now)
@@ -230,6 +243,12 @@ class Supervisor:
                 record.log.emit_one(ThreadGivenUp, {"reason": reason, "retry_in_s": self.tuning.restart_cooldown_s})
         except Exception:
             log.exception("cannot log a thread's give-up", thread_id=record.thread_id)
+
+    async def _refuse_while_store_away(self, record: ThreadRecord, error: StoreUnavailable, seconds: float) -> None:
+        """For ``seconds``, answer what reaches the mailbox with the database's absence."""
+        with trio.move_on_after(seconds):
+            async for request in record.mailbox_receive:
+                error_reply(request.reply, error)
 
     async def _refuse_while_given_up(self, record: ThreadRecord, given_up: GivenUp) -> None:
         """Answer what reaches the mailbox until ``ensure_actor`` ends the give-up."""
