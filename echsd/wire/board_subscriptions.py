@@ -21,7 +21,6 @@ from echsd.events import BoardStream, gap_envelope
 from echsd.logs import get_logger
 from echsd.store.rows import BlackboardChange
 from echsd.wire.board_follow import BoardFollow
-from echsd.wire.codec import packb
 from echsd.wire.outbox import Outbox
 
 PAGE = 500
@@ -54,7 +53,7 @@ class BoardSubscriptions:
     def _push(self, prefix: str, change: BlackboardChange) -> None:
         stream = BoardStream(prefix)
         try:
-            data = packb(change_envelope(change, prefix))
+            data = self.outbox.encoding.envelope(change_envelope(change, prefix))
         except Exception:
             log.exception("cannot encode a blackboard change; reporting it as a gap", seq=change.seq)
             self.outbox.drop(stream, change.seq, change.seq, change.entry.updated_at)
@@ -94,13 +93,14 @@ class BoardSubscriptions:
         """Send the logged changes under ``prefix`` above its cursor; the number sent."""
         sent = 0
         stream = BoardStream(prefix)
+        encode = self.outbox.encoding.envelope
         while True:
             cursor = self.follow.position(prefix)
             first, changes = await self.board.read_log(cursor, prefix, self._page)
             parts: list[bytes] = []
             if first > cursor + 1 and self.follow.replayed(prefix, first - 1):
-                parts.append(packb(gap_envelope(stream, cursor + 1, first - 1, "retention")))
-            parts.extend(packb(change_envelope(c, prefix)) for c in changes if self.follow.replayed(prefix, c.seq))
+                parts.append(encode(gap_envelope(stream, cursor + 1, first - 1, "retention")))
+            parts.extend(encode(change_envelope(c, prefix)) for c in changes if self.follow.replayed(prefix, c.seq))
             if parts:
                 data = b"".join(parts)
                 await self._wait_room(len(parts), len(data))

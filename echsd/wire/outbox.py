@@ -20,8 +20,9 @@ calls ``take`` whenever something is pending, sends the frames it gets, and call
   ``reason: "backpressure"`` (envelope ``seq`` = ``from_seq - 1``) and resumes live
   delivery. So a client that reads nothing costs bounded memory and never slows a thread.
 - ``take`` puts every run of consecutive events into one frame (the plain event for one,
-  ``{"events": [...]}`` for several), split only past ``max_frame_bytes``; each response
-  is its own frame; order is kept.
+  ``{"events": [...]}`` for several; for the web view's Server-Sent Events, the events one
+  after another: ``encoding``), split only past ``max_frame_bytes``; each response is its
+  own frame; order is kept.
 
 An item may carry several encoded events of one thread with contiguous seqs (a page of a
 replay, concatenated): it is counted, dropped and batched as that many events.
@@ -29,10 +30,11 @@ replay, concatenated): it is counted, dropped and batched as that many events.
 
 from __future__ import annotations
 
+import weakref
 from collections import deque
 
 from echsd.events import StreamKey, gap_envelope
-from echsd.wire.codec import encode_batch, packb
+from echsd.wire.encoding import MSGPACK, Encoding
 
 DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_EVENT_BYTES = 32 * 1024 * 1024
@@ -57,8 +59,32 @@ class Item:
         self.size = len(data)
 
 
+class OutboxTally:
+    """Every outbox of a daemon, for its metrics: their backlogs now, and the events they
+    dropped and gaps they sent since the start (also of connections gone)."""
+
+    def __init__(self) -> None:
+        self.outboxes: weakref.WeakSet[Outbox] = weakref.WeakSet()
+        self.dropped = 0
+        self.gaps = 0
+
+    def backlog(self) -> tuple[int, int]:
+        """(events, bytes) queued now, over every live outbox."""
+        boxes = list(self.outboxes)
+        return sum(box.events for box in boxes), sum(box.event_bytes for box in boxes)
+
+
 class Outbox:
-    def __init__(self, max_events: int, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+    def __init__(
+        self,
+        max_events: int,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        *,
+        tally: OutboxTally | None = None,
+        encoding: Encoding = MSGPACK,
+    ) -> None:
+        self.encoding = encoding  # how its events are written (and batched into frames)
         self.max_events = max(1, max_events)
         self.max_event_bytes = max(1, max_event_bytes)
         self.max_frame_bytes = max_frame_bytes
@@ -72,6 +98,9 @@ class Outbox:
         self.writer_idle = True  # set by the IO shell: False from a take until the writer waits again
         self._items: deque[Item] = deque()
         self._dropping: dict[StreamKey, list[float]] = {}  # stream -> [from_seq, to_seq, ts]
+        self._tally = tally
+        if tally is not None:
+            tally.outboxes.add(self)
 
     def __bool__(self) -> bool:
         """Whether ``take`` has something to hand out."""
@@ -123,24 +152,30 @@ class Outbox:
         parts: list[bytes] = []
         count = size = 0
         limit = self.max_frame_bytes
-        gaps = [Item(tid, int(first), int(last), ts, _gap(tid, int(first), int(last), ts), 1) for tid, (first, last, ts) in self._dropping.items()]
+        batch, encode = self.encoding.batch, self.encoding.envelope
+        gaps = [
+            Item(tid, int(first), int(last), ts, encode(gap_envelope(tid, int(first), int(last), "backpressure", ts)), 1)
+            for tid, (first, last, ts) in self._dropping.items()
+        ]
         self.gaps += len(gaps)
+        if gaps and self._tally is not None:
+            self._tally.gaps += len(gaps)
         self._dropping.clear()
         for item in (*gaps, *self._items):
             if not item.count:
                 if parts:
-                    frames.append(encode_batch(parts, count))
+                    frames.append(batch(parts, count))
                     parts, count, size = [], 0, 0
                 frames.append(item.parts[0])
                 continue
             if parts and size + item.size > limit:
-                frames.append(encode_batch(parts, count))
+                frames.append(batch(parts, count))
                 parts, count, size = [], 0, 0
             parts.extend(item.parts)
             count += item.count
             size += item.size
         if parts:
-            frames.append(encode_batch(parts, count))
+            frames.append(batch(parts, count))
         self._items.clear()
         self.events = self.event_bytes = 0
         self._taken = (self.responses, self.response_bytes)
@@ -166,6 +201,8 @@ class Outbox:
     def drop(self, thread_id: StreamKey, first_seq: int, last_seq: int, ts: float, count: int = 1) -> None:
         """Count events as not delivered: they will be reported in the stream's next gap."""
         self.dropped += count
+        if self._tally is not None:
+            self._tally.dropped += count
         span = self._dropping.get(thread_id)
         if span is None:
             self._dropping[thread_id] = [first_seq, last_seq, ts]
@@ -174,6 +211,3 @@ class Outbox:
             span[1] = max(span[1], last_seq)
             span[2] = max(span[2], ts)
 
-
-def _gap(thread_id: StreamKey, from_seq: int, to_seq: int, ts: float) -> bytes:
-    return packb(gap_envelope(thread_id, from_seq, to_seq, "backpressure", ts))

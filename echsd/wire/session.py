@@ -40,7 +40,7 @@ from echsd.threads.hub import EventHub
 from echsd.wire import codec
 from echsd.wire.board_subscriptions import BoardSubscriptions
 from echsd.wire.codec import FrameError, RequestError
-from echsd.wire.outbox import Outbox
+from echsd.wire.outbox import Outbox, OutboxTally
 from echsd.wire.peers import Peers
 from echsd.wire.params import ParamsError
 from echsd.wire.schema import OPS_BY_NAME, OpSpec
@@ -70,6 +70,7 @@ class WireContext:
     settings: Settings
     blackboard: BlackboardService
     peers: Peers = field(default_factory=Peers)
+    tally: OutboxTally = field(default_factory=OutboxTally)  # every connection's outbox, for metrics
 
 
 class Session:
@@ -94,7 +95,7 @@ class Session:
         self._on_close: list[Callable[[], None]] = []
         tuning = context.settings.tuning
         self.max_message_bytes = tuning.max_message_bytes
-        self.outbox = Outbox(tuning.client_queue_events, max_event_bytes=tuning.client_queue_bytes)
+        self.outbox = Outbox(tuning.client_queue_events, max_event_bytes=tuning.client_queue_bytes, tally=context.tally)
         self._incoming_bytes = 0
         self._incoming_drained = trio.Event()
         self._wake = trio.Event()

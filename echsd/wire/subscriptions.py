@@ -23,27 +23,13 @@ from echsd.store.queries import EventRow
 from echsd.ops.threads import Get, ListThreads
 from echsd.threads.hub import EventHub, Listening
 from echsd.threads.services import OpRunner
-from echsd.wire.codec import packb
+from echsd.wire.encoding import MSGPACK, Encoding
 from echsd.wire.follow import ALL, Follow
 from echsd.wire.outbox import Outbox
 
 MAX_PAGE = 1000
 DELETED = ThreadDeleted.type_name  # a thread's last event: its stream ends
 log = get_logger(__name__)
-
-_last_event: Event | None = None
-_last_bytes = b""
-
-
-def encode_event(event: Event) -> bytes:
-    """An event's frame bytes, encoded once for all connections (the hub hands every
-    listener the same object, one event at a time)."""
-    global _last_event, _last_bytes
-    if event is not _last_event:
-        _last_bytes = packb(event.envelope())
-        _last_event = event
-    return _last_bytes
-
 
 class Subscriptions:
     def __init__(
@@ -56,6 +42,7 @@ class Subscriptions:
         wait_room: Callable[[int, int], Awaitable[None]],
     ) -> None:
         self.router, self.hub, self.store, self.outbox = router, hub, store, outbox
+        self.encoding = outbox.encoding
         self._wake_writer = wake_writer
         self._wait_room = wait_room
         self.follow = Follow(max_held=outbox.max_events)
@@ -67,7 +54,7 @@ class Subscriptions:
         if not self.follow.on_live(event):
             return
         try:
-            data = encode_event(event)
+            data = self.encoding.of_event(event)
         except Exception:
             log.exception("cannot encode an event; reporting it as a gap", thread_id=event.thread_id, seq=event.seq)
             self.outbox.drop(event.thread_id, event.seq, event.seq, event.ts)
@@ -166,10 +153,10 @@ class Subscriptions:
         # The read runs in a worker thread (SQLite steps without the GIL); encoding stays
         # on this thread: done in the worker it fights the sender for the GIL (measured slower).
         rows = await self.store.read(lambda conn: queries.read_event_rows(conn, thread_id, after, self._page))
-        return encode_page(rows)
+        return encode_page(rows, self.encoding)
 
     def _push_event(self, event: Event) -> None:
-        self.outbox.push_event(event.thread_id, event.seq, event.seq, event.ts, encode_event(event))
+        self.outbox.push_event(event.thread_id, event.seq, event.seq, event.ts, self.encoding.of_event(event))
 
     def unsubscribe(self, key: str) -> dict[str, Any]:
         self._stop(key)
@@ -199,16 +186,17 @@ class EncodedPage:
     data: bytes
 
 
-def encode_page(entries: list[EventRow | Gap]) -> EncodedPage | None:
-    """Encode stored rows (never decoded into events first) straight to frame bytes."""
+def encode_page(entries: list[EventRow | Gap], encoding: Encoding = MSGPACK) -> EncodedPage | None:
+    """Encode stored rows straight to frame bytes."""
     if not entries:
         return None
     parts = []
+    encode = encoding.envelope
     for entry in entries:
         if isinstance(entry, Gap):
-            parts.append(packb(entry.envelope()))
+            parts.append(encode(entry.envelope()))
         else:
-            parts.append(packb(Event(entry[0], entry[1], entry[2], entry[3], orjson.loads(entry[4])).envelope()))
+            parts.append(encode(Event(entry[0], entry[1], entry[2], entry[3], orjson.loads(entry[4])).envelope()))
     first, last = entries[0], entries[-1]
     return EncodedPage(
         first_seq=first.from_seq if isinstance(first, Gap) else first[1],
