@@ -27,9 +27,11 @@ relies on:
 
 from __future__ import annotations
 
+import sys
+import time
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
-from typing import AsyncGenerator, AsyncIterator, Mapping
+from typing import AsyncGenerator, AsyncIterator, Callable, Mapping
 
 import orjson
 import trio
@@ -48,6 +50,9 @@ from echsd.codex.request import ResponsesRequest
 from echsd.codex.retry import Backoff, RetryBudget
 from echsd.codex.shape import FALLBACK_INSTRUCTIONS, Fallbacks, request_body, strip_reasoning_items
 from echsd.codex.sse import SseDecoder, SseEvent, SseTooLarge
+from echsd.logs import get_logger
+
+log = get_logger(__name__)
 
 DRAIN_S = 1.0  # after response.completed, read the rest for this long so the connection is reused
 
@@ -63,8 +68,10 @@ class ResponsesClient:
         connect_timeout_s: float = 10.0,
         backoff: Backoff | None = None,
         memory: EndpointMemory | None = None,
+        observer: RequestObserver | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self.observer = observer  # told of every model request's outcome and timing (metrics)
         self.catalog = catalog or default_catalog()
         self.memory = memory or EndpointMemory(endpoint.base_url)
         self.max_retries = max_retries
@@ -109,6 +116,7 @@ class ResponsesClient:
             body = orjson.dumps(payload)
             delivered = False
             sent: dict[str, str] = {}
+            timing = _Timing(self.observer, request.model)
             try:
                 sent = await self._headers("text/event-stream", request.session_id, request.model)
                 async with self._http.stream_post(url, body, sent) as response:
@@ -122,11 +130,14 @@ class ResponsesClient:
                         chunk = await response.next_chunk()
                         batch, failure = _reduce(reducer, decoder.feed(chunk) if chunk else decoder.close())
                         if batch:
-                            delivered = delivered or any(isinstance(event, OUTPUT_EVENTS) for event in batch)
+                            if not delivered and any(isinstance(event, OUTPUT_EVENTS) for event in batch):
+                                delivered = True
+                                timing.first_output()
                             yield batch  # the events before a failure in the same chunk go out first
                         if failure is not None:
                             raise failure
                         if reducer.completed is not None:
+                            timing.end("completed")
                             await _drain(response)
                             return
                         if not chunk:
@@ -138,6 +149,8 @@ class ResponsesClient:
                 error = exc
             except SseTooLarge as exc:
                 error = StreamBroken(f"malformed stream from {url}: {exc}")
+            finally:
+                timing.settle()
             corrected = None if delivered else _corrected(error, payload, fallbacks)
             if corrected is not None:
                 fallbacks, notice = corrected
@@ -291,6 +304,42 @@ def _reduce(reducer: ResponseReducer, events: list[SseEvent]) -> tuple[list[Stre
             if reducer.completed is not None:
                 break
     return batch, None
+
+
+RequestObserver = Callable[[str, str, float, "float | None"], None]
+"""``(model, outcome, seconds, first_output_s)`` of one HTTP request to the endpoint:
+outcome ``completed``, ``error`` or ``cancelled``; ``first_output_s`` None when no output came."""
+
+
+class _Timing:
+    """One request's timing, told to the observer once (a few clock reads per request)."""
+
+    __slots__ = ("observer", "model", "started", "first", "done")
+
+    def __init__(self, observer: RequestObserver | None, model: str) -> None:
+        self.observer, self.model = observer, model
+        self.started = time.monotonic()
+        self.first: float | None = None
+        self.done = observer is None
+
+    def first_output(self) -> None:
+        self.first = time.monotonic() - self.started
+
+    def end(self, outcome: str) -> None:
+        if self.done:
+            return
+        self.done = True
+        assert self.observer is not None
+        try:
+            self.observer(self.model, outcome, time.monotonic() - self.started, self.first)
+        except Exception:
+            log.exception("model request observer failed")
+
+    def settle(self) -> None:
+        """In a ``finally``: how the attempt ended, unless it said so already."""
+        if not self.done:
+            exc = sys.exc_info()[1]
+            self.end("cancelled" if exc is not None and not isinstance(exc, Exception) else "error")
 
 
 def _corrected(

@@ -42,6 +42,7 @@ from echsd.store.unit import Unit
 log = get_logger("echsd.store.writer")
 
 OnCommit = Callable[[list[Event]], None]
+OnBatch = Callable[[int, int, float], None]  # (units, events, seconds) of one commit batch
 SLOW_BATCH_S = 1.0  # a batch slower than this is logged (store_batch_slow)
 
 
@@ -63,6 +64,7 @@ class StoreWriter:
         self._on_commit = on_commit
         self.max_pending = max_pending
         self.stats = WriterStats()
+        self.on_batch: OnBatch | None = None  # told of each commit batch (the daemon's metrics)
         self._committer = BatchCommitter(
             conn, self.stats, retry_base_s=retry_base_s, retry_max_s=retry_max_s, retry_budget_s=retry_budget_s
         )
@@ -199,10 +201,13 @@ class StoreWriter:
                 batch = list(self._pending)
                 self._pending.clear()
                 self._inflight = batch
-                started = trio.current_time()
+                started, events_before = trio.current_time(), self.stats.events
                 await self._committer.write(batch, self._finish)
                 self._inflight = []
-                self._note_if_slow(batch, trio.current_time() - started)
+                elapsed = trio.current_time() - started
+                self._note_if_slow(batch, elapsed)
+                if self.on_batch is not None:
+                    self.on_batch(len(batch), self.stats.events - events_before, elapsed)
         finally:
             self._stop("the store writer stopped before this write was committed")
 

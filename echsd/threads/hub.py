@@ -8,9 +8,9 @@ there). A listener that raises is removed and logged; it never disturbs the writ
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping
 
-from echsd.events import Event
+from echsd.events import Event, EventData
 from echsd.logs import get_logger
 
 log = get_logger(__name__)
@@ -61,3 +61,34 @@ class EventHub:
                 except Exception:
                     log.exception("event listener failed; removing it", thread_id=event.thread_id)
                     listening.close()
+
+
+class EventTaps:
+    """This node's own committed events, to local observers by event type (metrics, hooks).
+
+    Called by the store writer after each commit, beside the hub (events another node
+    committed, which the hub relays, are that node's to observe). A type nobody taps, such
+    as every streamed delta, costs one dict lookup; an observer that raises is logged and
+    kept (it is our own code, not a client's).
+    """
+
+    def __init__(self) -> None:
+        self._by_type: dict[str, list[Listener]] = {}
+
+    def tap(self, taps: Mapping[type[EventData], Listener]) -> None:
+        for kind, fn in taps.items():
+            self._by_type.setdefault(kind.type_name, []).append(fn)
+
+    def __call__(self, events: list[Event]) -> None:
+        by_type = self._by_type
+        if not by_type:
+            return
+        for event in events:
+            fns = by_type.get(event.type)
+            if fns is None:
+                continue
+            for fn in fns:
+                try:
+                    fn(event)
+                except Exception:
+                    log.exception("event tap failed", event_type=event.type, thread_id=event.thread_id)
