@@ -4,10 +4,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+BROWSER_STAMP := $(VENV)/.browser-tried
 BENCH_STAMP := $(VENV)/.bench-stamp
 DURATION ?= 30m
 
-.PHONY: run test test-pg bench bench-quick soak interop clean
+.PHONY: run test test-pg bench bench-quick soak interop clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,8 +19,25 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/echsd serve $(ARGS)
 
-test: $(STAMP)
+test: $(STAMP) $(BROWSER_STAMP)
 	$(BIN)/python -m pytest $(ARGS)
+
+# The web view's browser tests (tests/web/test_browser.py) drive Debian's Chromium; where it
+# is missing, install it once with apt-get if we can (root, apt present), and never fail the
+# build if we cannot: the tests then skip, saying why.
+$(BROWSER_STAMP): | $(STAMP)
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's chromium and chromium-driver for the browser tests"; \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null 2>&1; }; } || \
+	  echo "could not install chromium: the browser tests will be skipped"; \
+	else echo "no chromium and no way to install it: the browser tests will be skipped"; fi
+	@touch $(BROWSER_STAMP)
+
+browser:
+	rm -f $(BROWSER_STAMP)
+	$(MAKE) $(BROWSER_STAMP)
 
 # The whole suite with every test daemon on PostgreSQL (a throwaway cluster in a temp dir).
 test-pg: $(STAMP)

@@ -34,14 +34,26 @@ from echsd.service import gc_policy
 from echsd.service.sdnotify import Notifier
 from echsd.settings import Settings
 from echsd.store import Store, open_store
-from echsd.threads.hub import EventHub
+from echsd.events import Event
+from echsd.hooks.runner import Hooks
+from echsd.metrics import DaemonMetrics
+from echsd.metrics.live import LeaseHealth, LiveCollector, LiveSources
+from echsd.metrics.taps import event_taps
+from echsd.threads.hub import EventHub, EventTaps
 from echsd.threads.lease import Lease
 from echsd.threads.config import SandboxRules
+from echsd.threads.state import ThreadState
+from echsd.web.app import WebApp
+from echsd.web.context import WebContext
+from echsd.web.door import HttpListener, WebDoor
+from echsd.web.guard import allowed_hosts
+from echsd.web.sessions import WebSessions
 from echsd.threads.supervisor import Supervisor
 from echsd.tools.base import Tool
 from echsd.tools.process import become_subreaper, kill_all_groups, use_group_registry, use_sandbox
 from echsd.tools.sandbox.runtime import SandboxRuntime
 from echsd.tools.registry import builtin_tools
+from echsd.wire.outbox import OutboxTally
 from echsd.wire.peers import Peers
 from echsd.wire.server import WireServer
 from echsd.wire.session import WireContext
@@ -76,6 +88,12 @@ class Daemon:
     mcp: McpServers | None = None  # the MCP servers of config.toml, shared by the threads
     model_list: ModelListKeeper | None = None  # keeps the catalog's endpoint layer (tuning.model_list)
     mcp_door: McpHttpDoor | None = None  # echsd's own MCP tools over streamable HTTP (--mcp)
+    web: WebDoor | None = None  # the web view (--web)
+    hooks: Hooks | None = None  # [hooks]: programs and URLs told of events
+    metrics_url: str | None = None  # where --metrics serves (its port resolved)
+    metrics: DaemonMetrics = field(default_factory=DaemonMetrics)  # GET /metrics (--web, --metrics)
+    taps: EventTaps = field(default_factory=EventTaps)  # this node's committed events, to metrics and hooks
+    tally: OutboxTally = field(default_factory=OutboxTally)  # every client connection's outbox
     base_url: str | None = None
     settle_gc: bool = False  # echsd serve: once ready, freeze what start-up loaded (gc_policy)
     _stop: trio.Event = field(default_factory=trio.Event)
@@ -97,11 +115,18 @@ class Daemon:
         await server.bind()  # first: a second daemon on this state dir stops here
         app_server = self.app_server = AppServer(settings, admission=server.admission)
         mcp_door = self.mcp_door = McpHttpDoor(settings)
+        web = self.web = WebDoor(settings) if settings.web is not None else None
+        scrape = HttpListener(settings.metrics, "metrics") if settings.metrics is not None else None
+        http = [listener for listener in (web.listener if web else None, scrape) if listener is not None]
         try:
             await app_server.bind()
             mcp_door.bind()
+            for listener in http:
+                listener.bind()
             store = open_store(settings.store_url, node_id=settings.node_id)
         except BaseException:
+            for listener in http:
+                listener.close()
             mcp_door.close()
             app_server.close()
             server.close()
@@ -112,7 +137,8 @@ class Daemon:
         use_group_registry(settings.state_dir / "run" / "groups", claim_cgroup=handle_signals, env_policy=settings.env_policy)
         sandbox = _sandbox_for(settings)
         use_sandbox(sandbox)
-        store.writer.set_on_commit(self.hub.publish)
+        store.writer.set_on_commit(self._committed)
+        store.writer.on_batch = self.metrics.store_batch
         try:
             async with trio.open_nursery() as root:
                 await root.start(store.writer.run)
@@ -127,6 +153,7 @@ class Daemon:
                     max_retries=settings.tuning.max_retries,
                     idle_timeout_s=settings.tuning.stream_idle_timeout_s,
                     memory=EndpointMemory(endpoint.base_url, settings.state_dir / MEMORY_FILE),
+                    observer=self.metrics.model_request,
                 )
                 if settings.tuning.model_list:
                     self.model_list = ModelListKeeper(
@@ -164,17 +191,25 @@ class Daemon:
                     user_agents_md=settings.user_agents_md,
                 )
                 boards = BlackboardService(board, page_bytes=tuning.max_message_bytes // 2)
-                router.attach(LocalNode(supervisor, store, settings, boards, router, cluster, mcp))
+                router.attach(LocalNode(supervisor, store, settings, boards, router, cluster, mcp, web))
+                self._observe(supervisor, cluster)
                 self.ops = LocalClient(router)
                 if cluster is not None:
                     cluster.attach(supervisor, router)
+                assert self.hooks is not None
+                await root.start(self.hooks.run)
                 await supervisor.load()
                 await root.start(supervisor.run)
                 if cluster is not None:
                     await root.start(cluster.run)
-                await root.start(server.serve, WireContext(router, self.hub, store, settings, boards, self.peers))
+                await root.start(server.serve, WireContext(router, self.hub, store, settings, boards, self.peers, self.tally))
                 await root.start(app_server.serve, router, self.hub)
                 await root.start(mcp_door.serve)
+                if web is not None:
+                    await root.start(web.serve, self._web_context(router, store, boards, web.sessions, web.listener))
+                if scrape is not None:
+                    await root.start(scrape.serve, WebApp(self._web_context(router, store, boards, None, scrape), page=False))
+                    self.metrics_url = f"http://{scrape.host}:{scrape.port}/metrics"
                 if handle_signals:
                     await root.start(self._watch_signals)  # before "ready": a stop right after it is graceful
                 log.info(
@@ -185,6 +220,8 @@ class Daemon:
                     state_dir=str(settings.state_dir),
                     app_server=app_server.urls,
                     mcp=mcp_door.urls,
+                    web=web.url if web is not None else None,
+                    metrics=self.metrics_url,
                 )
                 if self.settle_gc:
                     gc_policy.settle()
@@ -200,6 +237,8 @@ class Daemon:
                 server.stop_accepting()
                 app_server.stop_accepting()
                 mcp_door.stop_accepting()
+                for listener in http:
+                    listener.stop_accepting()
                 with trio.move_on_after(SHUTDOWN_BUDGET_S - EXIT_RESERVE_S) as budget:
                     await supervisor.shutdown(timeout_s=SHUTDOWN_BUDGET_S - EXIT_RESERVE_S - 1.0)
                     await store.writer.aclose()
@@ -211,12 +250,85 @@ class Daemon:
             server.close()
             app_server.close()
             mcp_door.close()
+            for listener in http:
+                listener.close()
             kill_all_groups()
             if self.cluster is not None:
                 self.cluster.close()
             store.close()
             self._stopped.set()
             log.info("echsd stopped")
+
+    def _committed(self, events: list[Event]) -> None:
+        """The store writer's publisher: to the hub (clients), then to this node's taps."""
+        self.hub.publish(events)
+        self.taps(events)
+
+    def _observe(self, supervisor: Supervisor, cluster: ClusterNode | None) -> None:
+        """The metrics: taps on committed events, and what a scrape reads of the parts."""
+        records = supervisor.records
+
+        def model_of(thread_id: str) -> str | None:
+            record = records.get(thread_id)
+            return record.core.config.model if record is not None else None
+
+        def thread_states() -> dict[str, int]:
+            counts = {state.value: 0 for state in ThreadState}
+            for record in list(records.values()):
+                counts[record.core.state.value] += 1
+            return counts
+
+        def lease() -> LeaseHealth | None:
+            if cluster is None:
+                return None
+            keeper = cluster.keeper
+            return LeaseHealth(lease_s=cluster.lease_s, renewed_s_ago=keeper.silent_s(), ok=keeper.failure is None)
+
+        def thread_context(thread_id: str) -> dict[str, Any] | None:
+            record = records.get(thread_id)
+            if record is None:
+                return None
+            core = record.core
+            return {"name": core.extra.get("name"), "parent": core.parent, "cwd": core.config.cwd, "model": core.config.model}
+
+        self.taps.tap(event_taps(self.metrics, model_of))
+        hooks = self.hooks = Hooks(
+            self.settings.hooks,
+            state_dir=self.settings.state_dir,
+            node=supervisor.node_id,
+            env=self.settings.env_policy.apply(os.environ),
+            thread_context=thread_context,
+            outcome=self.metrics.hook,
+        )
+        self.taps.tap(hooks.taps())
+        tally = self.tally
+        self.metrics.add_collector(
+            LiveCollector(
+                LiveSources(
+                    thread_states=thread_states,
+                    approvals_pending=lambda: len(supervisor.approvals.pending()),
+                    subscriber_backlog=tally.backlog,
+                    subscriber_totals=lambda: (tally.dropped, tally.gaps),
+                    lease=lease,
+                )
+            )
+        )
+
+    def _web_context(self, router: ThreadRouter, store: Store, boards: BlackboardService, sessions: WebSessions | None, listener: HttpListener) -> WebContext:
+        settings = self.settings
+        tuning = settings.tuning
+        return WebContext(
+            router=router,
+            hub=self.hub,
+            store=store,
+            settings=settings,
+            boards=boards,
+            tally=self.tally,
+            sessions=sessions if sessions is not None else WebSessions(code_s=tuning.web_login_code_s, session_s=tuning.web_session_s, idle_s=tuning.web_idle_s),
+            metrics=self.metrics,
+            hosts=allowed_hosts(listener.address, listener.port),
+            port=listener.port,
+        )
 
     async def _join_cluster(self, store: Store, board: Blackboard, lease: Lease) -> ClusterNode | None:
         """Where the store is shared (PostgreSQL), join the nodes: lease, fencing, relay."""

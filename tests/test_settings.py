@@ -75,6 +75,16 @@ def test_flags_beat_env_beat_file_beat_defaults(tmp_path: Path) -> None:
         ({}, "store = 5\n", "invalid setting 'store'"),
         ({"node_id": "two words"}, "", "invalid setting 'node_id'"),
         ({"node_id": "x" * 64}, "", "invalid setting 'node_id'"),
+        ({"web": "tcp://0.0.0.0:8765"}, "", "--allow-remote"),
+        ({"web": "unix:///tmp/web.sock"}, "", "invalid setting 'web': browsers and scrapers connect over HTTP"),
+        ({"metrics": "tcp://127.0.0.1:1 tcp://127.0.0.1:2"}, "", "invalid setting 'metrics': give one address"),
+        ({}, 'metrics = "tcp://10.0.0.1:9464"\n', "--allow-remote"),
+        ({}, "[hooks]\ncommand = 5\n", "invalid setting 'hooks.command'"),
+        ({}, '[hooks]\ncommand = "x"\nevents = ["turn.finished"]\n', "no event type 'turn.finished'"),
+        ({}, '[hooks]\ncommand = "x"\ntimeout_s = 0\n', "'hooks.timeout_s'"),
+        ({}, '[hooks]\ncolour = 1\n', "unknown setting 'hooks.colour'"),
+        ({}, '[[hooks.webhook]]\nurl = "ftp://x"\n', r"'hooks.webhook\[0\].url' .*: expected an http"),
+        ({}, '[[hooks.webhook]]\nurl = "https://x.example/h"\nsecret = ""\n', r"'hooks.webhook\[0\].secret'"),
     ],
 )
 def test_invalid_settings_name_the_setting(tmp_path: Path, flags: dict, file_text: str, message: str) -> None:
@@ -85,6 +95,24 @@ def test_invalid_settings_name_the_setting(tmp_path: Path, flags: dict, file_tex
     with pytest.raises(SettingsError, match=message.replace("(", r"\(")) as info:
         load_settings({"state_dir": str(state), **flags}, env_for(tmp_path))
     assert "\n" not in str(info.value)
+
+
+def test_web_metrics_and_hooks_settings(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "config.toml").write_text(
+        '[hooks]\ncommand = "notify"\nargs = ["-u"]\nevents = ["turn.error"]\n'
+        '[[hooks.webhook]]\nurl = "https://hooks.example/T0/B0/s3cret"\nsecret = "k"\n'
+        '[[hooks.webhook]]\nurl = "http://127.0.0.1:9/x"\nevents = ["approval.requested"]\ntimeout_s = 2\n'
+    )
+    settings = load_settings({"state_dir": str(state), "web": "tcp://127.0.0.1:8765"}, env_for(tmp_path, ECHS_METRICS="tcp://127.0.0.1:9464"))
+    assert (settings.web.host, settings.web.port, settings.metrics.port) == ("127.0.0.1", 8765, 9464)
+    hooks = settings.hooks
+    assert hooks.command.command == "notify" and hooks.command.args == ("-u",) and hooks.command.events == {"turn.error"}
+    assert [hook.url for hook in hooks.webhooks][1] == "http://127.0.0.1:9/x" and hooks.webhooks[1].timeout_s == 2
+    assert "turn.completed" in hooks.webhooks[0].events and hooks.events >= {"turn.error", "approval.requested", "thread.given_up"}
+    assert "s3cret" not in repr(hooks.webhooks[0]) and hooks.webhooks[0].shown == "https://hooks.example/…"
+    assert not load_settings({"state_dir": str(tmp_path / "none")}, env_for(tmp_path)).hooks
 
 
 def test_remote_listen_allowed_explicitly(tmp_path: Path) -> None:

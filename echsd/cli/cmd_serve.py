@@ -21,6 +21,11 @@ from echsd.cli.options import settings_from_flags, settings_options
     multiple=True,
     help="Also serve echsd's MCP tools over streamable HTTP at tcp://127.0.0.1:PORT (path /mcp; the token as bearer), repeatable [ECHS_MCP].",
 )
+@click.option(
+    "--web",
+    help="Also serve the web view (and /metrics) at tcp://127.0.0.1:PORT; log in with `echs web` [ECHS_WEB].",
+)
+@click.option("--metrics", help="Also serve Prometheus metrics alone at tcp://127.0.0.1:PORT/metrics [ECHS_METRICS].")
 @click.option("--log-level", default=None, help="debug, info, warning or error [ECHS_LOG_LEVEL].")
 @click.option("--log-format", type=click.Choice(["auto", "console", "json"]), default=None, help="Log format [ECHS_LOG_FORMAT].")
 def serve(log_level: str | None, log_format: str | None, **flags: Any) -> None:

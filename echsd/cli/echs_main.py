@@ -36,6 +36,7 @@ VERBS = {
     "bb": "echsd.cli.echs_bb:bb",
     "mcp": "echsd.cli.echs_mcp:mcp",
     "why": "echsd.cli.echs_why:why",
+    "web": "echsd.cli.echs_web:web",
 }
 
 

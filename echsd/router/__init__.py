@@ -3,13 +3,13 @@
 - ``router``: ``ThreadRouter``, the one place that decides local worker, local node,
   given-up thread, another node or every node.
 - ``node``: ``LocalNode`` (what node handlers use) and ``RemoteNodes`` (the cluster).
-- ``handlers``: the table of node handlers, filled by ``reads``, ``tree``, ``daemon_ops``
-  and ``mcp_ops`` (imported here, so importing the router registers them all).
+- ``handlers``: the table of node handlers, filled by ``reads``, ``tree``, ``daemon_ops``,
+  ``mcp_ops`` and ``web_ops`` (imported here, so importing the router registers them all).
 - ``local_client``: the client library's methods, in process (tests, embedding programs).
 """
 
-from echsd.router import daemon_ops, mcp_ops, reads, tree
+from echsd.router import daemon_ops, mcp_ops, reads, tree, web_ops
 from echsd.router.node import LocalNode, RemoteNodes
 from echsd.router.router import ThreadRouter
 
-__all__ = ["LocalNode", "RemoteNodes", "ThreadRouter", "daemon_ops", "mcp_ops", "reads", "tree"]
+__all__ = ["LocalNode", "RemoteNodes", "ThreadRouter", "daemon_ops", "mcp_ops", "reads", "tree", "web_ops"]

@@ -36,6 +36,16 @@ class RemoteNodes(Protocol):
     async def nodes(self) -> list[dict[str, Any]]: ...
 
 
+class WebLogins(Protocol):
+    """The node's web view listener (``echsd.web.WebDoor``): its logins."""
+
+    def login(self) -> dict[str, Any]:
+        """A one-time login link: ``{url, expires_in_s}``."""
+
+    def revoke(self) -> dict[str, int]:
+        """End every session and unused code: ``{sessions, codes}``."""
+
+
 @dataclass
 class LocalNode:
     supervisor: Supervisor
@@ -45,6 +55,7 @@ class LocalNode:
     router: OpRunner  # the router, for the ops a handler's walk is made of
     remote: RemoteNodes | None = None
     mcp: McpServers | None = None  # the daemon's MCP servers (their counts in ``status``)
+    web: WebLogins | None = None  # the web view's listener (--web), for ``echs web``
     started: float = field(default_factory=time.monotonic)
 
     @property

@@ -32,7 +32,10 @@ from echsd.settings.sources import Sources, bool_setting, default_state_dir, lis
 from echsd.settings.storage import default_node_id, parse_node_id, store_setting
 
 # Top-level keys that a flag or an environment variable may also set (see ``load_settings``).
-OPTION_KEYS = ("listen", "provider", "base_url", "model", "allow_remote", "unix_socket", "store", "store_file", "node_id", "app_server", "mcp")
+OPTION_KEYS = (
+    "listen", "provider", "base_url", "model", "allow_remote", "unix_socket", "store", "store_file", "node_id", "app_server", "mcp",
+    "web", "metrics",
+)  # fmt: skip
 
 
 def _sources(flags: Mapping[str, Any] | None, env: Mapping[str, str] | None) -> tuple[Sources, Path]:
@@ -54,7 +57,8 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
 
     ``flags`` holds only options given on the command line (None means not given):
     ``state_dir``, ``listen`` (list), ``provider``, ``base_url``, ``model``, ``allow_remote``,
-    ``unix_socket``, ``store``, ``store_file``, ``node_id``, ``app_server`` (list), ``mcp`` (list).
+    ``unix_socket``, ``store``, ``store_file``, ``node_id``, ``app_server`` (list), ``mcp`` (list),
+    ``web``, ``metrics``.
     """
     sources, state_dir = _sources(flags, env)
     env = sources.env
@@ -74,7 +78,14 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
     mcp = listen_setting(pick("mcp", "ECHS_MCP"), state_dir, "mcp")
     if any(address.kind != "tcp" for address in mcp):
         raise SettingsError("invalid setting 'mcp': MCP clients connect over streamable HTTP, so give tcp://HOST:PORT")
-    for address in (*listen, *app_server, *mcp):
+    web = listen_setting(pick("web", "ECHS_WEB"), state_dir, "web")
+    metrics = listen_setting(pick("metrics", "ECHS_METRICS"), state_dir, "metrics")
+    for name, addresses in (("web", web), ("metrics", metrics)):
+        if any(address.kind != "tcp" for address in addresses):
+            raise SettingsError(f"invalid setting {name!r}: browsers and scrapers connect over HTTP, so give tcp://HOST:PORT")
+        if len(addresses) > 1:
+            raise SettingsError(f"invalid setting {name!r}: give one address (tcp://HOST:PORT)")
+    for address in (*listen, *app_server, *mcp, *web, *metrics):
         if not address.is_loopback and not allow_remote:
             raise SettingsError(
                 f"refusing to listen on non-loopback address {address}: pass --allow-remote to allow it"
@@ -140,6 +151,8 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
         openai_project=env.get("OPENAI_PROJECT") or None,
         app_server=app_server,
         mcp=mcp,
+        web=web[0] if web else None,
+        metrics=metrics[0] if metrics else None,
         store_url=store_url,
         node_id=node_id,
         warnings=warnings,

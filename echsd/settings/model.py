@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from echsd.agent_types import AgentType
 from echsd.approval_rules import ApprovalSettings
+from echsd.hooks.config import HooksConfig
 from echsd.settings.addresses import ListenAddress
 from echsd.settings.tuning import Tuning
 from echsd.tools.envpolicy import EnvPolicy
@@ -34,6 +35,8 @@ class Settings:
     openai_project: str | None = None  # OPENAI_PROJECT: the OpenAI-Project header
     app_server: tuple[ListenAddress, ...] = ()  # --app-server: Codex app-server protocol listeners
     mcp: tuple[ListenAddress, ...] = ()  # --mcp: echsd's MCP tools over streamable HTTP
+    web: ListenAddress | None = None  # --web: the web view (and /metrics)
+    metrics: ListenAddress | None = None  # --metrics: /metrics alone
     store_url: str = field(repr=False, default="")  # sqlite:////abs/path or postgresql://...
     node_id: str = ""
     warnings: tuple[str, ...] = ()  # said once at start (e.g. a password on the command line)
@@ -49,6 +52,7 @@ class Settings:
     sandbox_fallback: str = "refuse"  # or "unconfined": run what the kernel cannot confine anyway
     sandbox_disable: tuple[str, ...] = ()  # mechanisms not to use (landlock, userns, seccomp)
     approval: ApprovalSettings = field(default_factory=ApprovalSettings)  # [approval]: rules, on_timeout
+    hooks: HooksConfig = field(default_factory=HooksConfig, repr=False)  # [hooks]: programs and URLs told of events
 
     @property
     def db_path(self) -> Path:

@@ -55,6 +55,16 @@ def mcp_servers_from(table: Any, path: Path) -> Any:
         raise SettingsError(str(exc)) from None
 
 
+def hooks_from(table: Any, path: Path) -> Any:
+    """``[hooks]``: a program to run and URLs to post to when something happens."""
+    from echsd.hooks.config import HooksConfigError, load_hooks
+
+    try:
+        return load_hooks(table, str(path))
+    except HooksConfigError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 def tools_from(table: Any, path: Path) -> Any:
     """``[tools]``: which environment variables tool commands see (``env_exclude``, ``env_include``)."""
     try:
@@ -75,6 +85,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("sandbox_fallback", "sandbox_fallback", fallback_from),
     Section("sandbox_disable", "sandbox_disable", disable_from),
     Section("approval", "approval", approval_settings_from),
+    Section("hooks", "hooks", hooks_from),
 )
 
 

@@ -55,6 +55,9 @@ class Tuning:
     model_list_interval_s: float = _knob(60.0, 0.01, DAY_S)  # at least this long between two fetches
     project_docs: bool = True  # send the AGENTS.md files of a thread's repository (a thread's project_docs may turn it off)
     project_doc_max_bytes: int = _knob(32 * 1024, 1024, 4 * MIB)  # of AGENTS.md text sent, all files together
+    web_login_code_s: float = _knob(120.0, 1.0, 3600.0)  # an `echs web` login code works once, within this
+    web_session_s: float = _knob(12 * 3600.0, 60.0, 30 * DAY_S)  # a web view session lasts at most this
+    web_idle_s: float = _knob(2 * 3600.0, 60.0, 30 * DAY_S)  # ... and ends after this long unused
 
 
 def tuning_from(table: Any, path: Path) -> Tuning:

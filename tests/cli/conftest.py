@@ -9,19 +9,13 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.cli.helpers import Serve, free_port
+from tests.cli.helpers import Serve, free_port, serving
 
 
 @pytest.fixture(scope="module")
 def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    root = tmp_path_factory.mktemp("cli")
-    state = root / "state"
-    daemon = Serve(state, "--listen", f"unix://{state / 'echsd.sock'}", "--listen", f"tcp://127.0.0.1:{free_port()}")
-    yield daemon
-    try:
-        daemon.terminate()
-    finally:
-        daemon.kill()
+    state = tmp_path_factory.mktemp("cli") / "state"
+    yield from serving(state, "--listen", f"unix://{state / 'echsd.sock'}", "--listen", f"tcp://127.0.0.1:{free_port()}")
 
 
 @pytest.fixture(scope="module")

@@ -127,6 +127,17 @@ def mock_upstream_process(home: Path, script: dict[str, Any] | None = None) -> I
         process.wait(WAIT_S)
 
 
+def serving(state_dir: Path, *extra: str) -> Iterator[Serve]:
+    """A fixture's body: ``echsd serve`` on ``state_dir`` for the fixture's life, stopped
+    gracefully (and killed if it will not stop)."""
+    daemon = Serve(state_dir, *extra)
+    try:
+        yield daemon
+        daemon.terminate()
+    finally:
+        daemon.kill()
+
+
 def free_port() -> int:
     """A loopback port nobody listens on right now (for ``--listen tcp://...``)."""
     import socket

@@ -1,0 +1,107 @@
+"""``GET /metrics`` (on ``--metrics`` and on the web listener): valid Prometheus text, as
+``prometheus_client``'s own parser reads it, with every family the daemon promises, labels
+that never name a thread, and counters that move when a turn runs."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.helpers import Watch, mock_directive
+from tests.web.conftest import origin_of
+
+FAMILIES = {
+    "echsd_threads": "gauge",
+    "echsd_turns_started": "counter",
+    "echsd_turns_finished": "counter",
+    "echsd_turns_interrupted": "counter",
+    "echsd_turn_errors": "counter",
+    "echsd_tokens": "counter",
+    "echsd_cost_usd": "counter",
+    "echsd_tool_calls": "counter",
+    "echsd_tool_call_duration_seconds": "histogram",
+    "echsd_model_request_duration_seconds": "histogram",
+    "echsd_model_time_to_first_token_seconds": "histogram",
+    "echsd_model_retries": "counter",
+    "echsd_store_commit_batch_units": "histogram",
+    "echsd_store_commit_batch_events": "histogram",
+    "echsd_store_commit_duration_seconds": "histogram",
+    "echsd_subscriber_backlog_events": "gauge",
+    "echsd_subscriber_backlog_bytes": "gauge",
+    "echsd_subscriber_dropped_events": "counter",
+    "echsd_subscriber_gaps": "counter",
+    "echsd_approvals_pending": "gauge",
+    "echsd_approvals_requested": "counter",
+    "echsd_approvals_resolved": "counter",
+    "echsd_hook_deliveries": "counter",
+}
+LEASE_FAMILIES = ("echsd_cluster_lease_seconds", "echsd_cluster_lease_renewed_seconds_ago", "echsd_cluster_lease_ok")
+IDS = re.compile(r"(thr|turn|call|in|apr)_[0-9a-f]{8,}")
+
+
+async def scrape(url: str) -> dict[str, Any]:
+    async with httpx.AsyncClient() as http:
+        answer = await http.get(url)
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain")
+    return {family.name: family for family in text_string_to_metric_families(answer.text)}
+
+
+def value(families: dict[str, Any], sample_name: str, **labels: str) -> float:
+    family = families[sample_name.removesuffix("_total").removesuffix("_count").removesuffix("_sum")]
+    return sum(s.value for s in family.samples if s.name == sample_name and all(s.labels.get(k) == v for k, v in labels.items()))
+
+
+async def test_metrics_are_valid_prometheus_text_with_every_family(web_daemon: Any) -> None:
+    for url in (web_daemon.metrics_url, origin_of(web_daemon) + "/metrics"):  # --metrics alone, and the web listener
+        families = await scrape(url)
+        for name, kind in FAMILIES.items():
+            assert name in families, f"{name} missing at {url}"
+            assert families[name].type == kind, name
+        if web_daemon.store.dialect == "postgresql":
+            assert all(name in families for name in LEASE_FAMILIES)
+        assert value(families, "echsd_threads", state="idle") == 0
+
+
+async def test_counters_move_when_a_turn_runs(web_daemon: Any, workdir: Any) -> None:
+    before = await scrape(web_daemon.metrics_url)
+    tid = (await web_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+    model = (await web_daemon.ops.get_thread(tid))["config"]["model"]
+    steps = [
+        {"fault": "http", "status": 503, "retry_after": 0, "times": 1, "calls": [{"name": "exec_command", "arguments": {"cmd": "echo hi"}}]},
+        {"text": "done", "usage": {"input_tokens": 1000, "output_tokens": 20}},
+    ]
+    async with Watch(web_daemon, tid) as watch:
+        await web_daemon.ops.send(tid, mock_directive(steps))
+        await watch.wait_type("turn.completed")
+    after = await scrape(web_daemon.metrics_url)
+
+    def moved(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert moved("echsd_turns_started_total") == 1
+    assert moved("echsd_turns_finished_total", outcome="completed") == 1
+    assert moved("echsd_tool_calls_total", tool="exec_command", outcome="ok") == 1
+    assert moved("echsd_tool_call_duration_seconds_count", tool="exec_command") == 1
+    assert moved("echsd_model_retries_total") == 1
+    assert moved("echsd_model_request_duration_seconds_count", model=model, outcome="error") == 1
+    assert moved("echsd_model_request_duration_seconds_count", model=model, outcome="completed") == 2
+    assert moved("echsd_model_time_to_first_token_seconds_count", model=model) == 2
+    assert moved("echsd_tokens_total", model=model, kind="input") >= 1000
+    assert moved("echsd_tokens_total", model=model, kind="output") >= 20
+    assert moved("echsd_store_commit_batch_events_count") >= 1 and moved("echsd_store_commit_batch_events_sum") >= 10
+    assert value(after, "echsd_threads", state="idle") == 1
+    for family in after.values():  # bounded labels: no thread, turn, call or input ids
+        for sample in family.samples:
+            assert not any(IDS.search(str(label)) for label in sample.labels.values()), sample
+
+
+async def test_the_metrics_listener_serves_metrics_alone(web_daemon: Any) -> None:
+    base = web_daemon.metrics_url.removesuffix("/metrics")
+    async with httpx.AsyncClient(base_url=base) as http:
+        assert (await http.get("/")).status_code == 404
+        assert (await http.get("/api/threads")).status_code == 404
+        assert (await http.get("/metrics", headers={"Host": "evil.example"})).status_code == 403
+        assert (await http.get("/metrics", headers={"Origin": "http://evil.example"})).status_code == 403
