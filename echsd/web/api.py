@@ -72,7 +72,8 @@ async def approvals(context: WebContext, request: HttpRequest) -> Any:
 
 async def decide(context: WebContext, request: HttpRequest) -> Any:
     body = await request.json()
-    return await context.router.run(build(RespondApproval, {"request_id": request.params["request_id"], "decision": body.get("decision")}))
+    params = {"request_id": request.params["request_id"], "decision": body.get("decision"), "always": body.get("always")}
+    return await context.router.run(build(RespondApproval, params))
 
 
 async def blackboard(context: WebContext, request: HttpRequest) -> Any:

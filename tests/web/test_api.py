@@ -140,3 +140,27 @@ async def test_the_overview_streams_threads_approvals_and_the_blackboard(web_dae
     listed = (await browser.http.get("/api/blackboard?prefix=team/")).json()
     assert [entry["key"] for entry in listed] == ["team/plan"]
     assert (await browser.post(f"/api/approvals/{request_id}", {"decision": "approve"})).status_code == 404
+
+
+async def test_an_approval_approved_for_the_thread_stops_asking_for_its_command(web_daemon: Any, browser: Browser, workdir: Any) -> None:
+    tid = (await web_daemon.ops.create_thread(cwd=str(workdir), approval="always"))["thread_id"]
+    touch = [{"calls": [{"name": "exec_command", "arguments": {"cmd": f"touch {name}", "prefix_rule": ["touch"]}}]} for name in ("one", "two")]
+    compound = [{"calls": [{"name": "exec_command", "arguments": {"cmd": "touch three && touch four"}}]}]
+    async with sse(browser, "/api/stream") as stream, Watch(web_daemon, tid) as watch:
+        await web_daemon.ops.send(tid, mock_directive([*touch, *compound, {"text": "ok"}]))
+        listed = await stream.until(lambda m: m.get("kind") == "approvals" and m["data"])
+        first = listed["data"][0]
+        assert first["rule"] == ["touch"] and "touch one" in first["summary"]
+        decided = await browser.post(f"/api/approvals/{first['request_id']}", {"decision": "approve", "always": True})
+        assert decided.json() == {"request_id": first["request_id"], "decision": "approve", "thread_id": tid, "always": True, "rule": ["touch"]}
+        # `touch two` runs without asking; the compound command asks, and has no rule to approve for the thread
+        listed = await stream.until(lambda m: m.get("kind") == "approvals" and m["data"] and m["data"][0]["request_id"] != first["request_id"])
+        second = listed["data"][0]
+        assert second["rule"] is None and "touch three" in second["summary"]
+        refused = await browser.post(f"/api/approvals/{second['request_id']}", {"decision": "approve", "always": True})
+        assert refused.status_code == 409 and "approve it once" in refused.json()["error"]["message"]
+        assert (await browser.post(f"/api/approvals/{second['request_id']}", {"decision": "deny"})).status_code == 200
+        await watch.wait_type("turn.completed")
+    assert (workdir / "one").exists() and (workdir / "two").exists() and not (workdir / "three").exists()
+    assert len(watch.of_type("approval.requested")) == 2
+    assert (await browser.http.get(f"/api/threads/{tid}")).json()["config"]["approval_allow"] == [["touch"]]

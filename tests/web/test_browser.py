@@ -202,6 +202,20 @@ def test_the_web_view_end_to_end(daemon: Serve, driver: Any, shots: Path, tmp_pa
     page.until(lambda d: not d.find_elements("css selector", "#approval-list .approval-card"), "the approval stayed listed")
     page.shot("approved")
 
+    # approved for the thread: its command prefix runs without asking from then on
+    touch = [{"calls": [{"name": "exec_command", "arguments": {"cmd": f"touch {name}", "prefix_rule": ["touch"]}}]} for name in ("one", "two")]
+    page.send(mock_directive([*touch, {"text": "touched"}]))
+    card = page.find("#approval-list .approval-card")
+    assert "touch one" in card.text
+    page.shot("approval-for-thread")
+    card.find_element("css selector", "button[data-always]").click()
+    page.until(lambda d: page.stream_text().count("turn completed") == 2 and "touched" in page.reply(), "the turn did not finish")
+    assert (tmp_path / "one").exists() and (tmp_path / "two").exists()
+    assert "approval: approve for this thread" in page.stream_text().lower()  # (labels show in capitals)
+    assert not page.all("#approval-list .approval-card")
+    assert json.loads(echs(state, "show", children[1], "--json").stdout)["config"]["approval_allow"] == [["touch"]]
+    page.shot("approved-for-thread")
+
     # a blackboard change appears live
     echs(state, "bb", "set", "team/plan", '{"steps": ["parse", "test"]}')
     row = page.find('#board-rows tr[data-key="team/plan"]')

@@ -456,7 +456,7 @@ function onThreadEvent(event) {
     case "approval.requested": onApprovalAsked(data); break;
     case "approval.resolved": {
       const found = state.blocks.get(`approval:${data.request_id}`);
-      if (found) { found.actions.remove(); found.status.textContent = `approval: ${data.decision}`; }
+      if (found) { found.actions.remove(); found.status.textContent = `approval: ${data.decision}${data.always ? " for this thread" : ""}`; }
       break;
     }
     case "turn.completed": note("turn completed"); break;
@@ -507,15 +507,24 @@ function onDiff(data) {
   add(node);
 }
 
-function approvalButtons(requestId) {
+function approvalButtons(requestId, rule) {
   const actions = el("div", "actions");
   const approve = el("button", "primary", "Approve");
   approve.dataset.approve = requestId;
   approve.addEventListener("click", () => decide(requestId, "approve"));
+  actions.append(approve);
+  if (Array.isArray(rule) && rule.length) {
+    // "approve for this thread": the rule joins the thread's allow rules
+    const always = el("button", "", "Approve for thread");
+    always.dataset.always = requestId;
+    always.title = `from now on, ${rule.join(" ")} runs in this thread without asking`;
+    always.addEventListener("click", () => decide(requestId, "approve", true));
+    actions.append(always);
+  }
   const deny = el("button", "danger", "Deny");
   deny.dataset.deny = requestId;
   deny.addEventListener("click", () => decide(requestId, "deny"));
-  actions.append(approve, deny);
+  actions.append(deny);
   return actions;
 }
 
@@ -524,14 +533,15 @@ function onApprovalAsked(data) {
     const node = el("div", "item approval");
     const status = el("span", "label", `approval asked for ${data.tool}`);
     node.append(status, el("div", "summary mono", data.summary || JSON.stringify(data.arguments)));
-    const actions = approvalButtons(data.request_id);
+    const actions = approvalButtons(data.request_id, data.rule);
     node.append(actions);
     return { node, status, actions };
   });
 }
 
-async function decide(requestId, decision) {
-  const result = await act("POST", `/api/approvals/${encodeURIComponent(requestId)}`, { decision }, decision === "approve" ? "approved" : "denied");
+async function decide(requestId, decision, always = false) {
+  const done = decision === "deny" ? "denied" : always ? "approved for this thread" : "approved";
+  const result = await act("POST", `/api/approvals/${encodeURIComponent(requestId)}`, always ? { decision, always } : { decision }, done);
   if (result) {
     state.approvals = state.approvals.filter((a) => a.request_id !== requestId);
     renderApprovals();
@@ -574,7 +584,7 @@ function renderApprovals() {
     link.href = "#";
     link.addEventListener("click", (event) => { event.preventDefault(); selectThread(approval.thread_id); });
     meta.append(el("span", "", `${approval.tool} · `), link, el("span", "age", ` waiting ${ago(approval.requested_at)}`));
-    card.append(meta, el("div", "summary", approval.summary || JSON.stringify(approval.arguments)), approvalButtons(approval.request_id));
+    card.append(meta, el("div", "summary", approval.summary || JSON.stringify(approval.arguments)), approvalButtons(approval.request_id, approval.rule));
     list.append(card);
   }
   $("no-approvals").hidden = state.approvals.length > 0;
