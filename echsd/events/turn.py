@@ -74,6 +74,11 @@ class ToolCompleted(EventData):
     ok: bool = doc("bool")
     output: str = doc("text given to the model")
     duration_ms: float = doc("float")
+    sandbox_denied: Any = doc(
+        "when the sandbox stopped the call: `command` (it failed with a permission or network error while confined), "
+        "`patch` (a change outside the writable roots, refused) or `unenforceable` (a sandbox this machine cannot enforce); "
+        "absent otherwise"
+    )
 
 
 @event("turn.usage")

@@ -110,6 +110,12 @@ class DaemonMetrics:
         self.store_batch_units = h("echsd_store_commit_batch_units", "Units (atomic writes) per store commit batch.", buckets=BATCH_SIZES)
         self.store_batch_events = h("echsd_store_commit_batch_events", "Events per store commit batch.", buckets=BATCH_SIZES)
         self.store_seconds = h("echsd_store_commit_duration_seconds", "How long one store commit batch took.", buckets=STORE_SECONDS)
+        self.sandbox_denials = c(
+            "echsd_sandbox_denials",
+            "Tool calls the sandbox stopped, by tool and kind: command (failed with a permission or network error while confined), "
+            "patch (a change outside the writable roots), unenforceable (a sandbox this machine cannot enforce).",
+            "tool", "kind",
+        )  # fmt: skip
         self.approvals_requested = c("echsd_approvals_requested", "Tool calls that asked for approval.")
         self.approvals_resolved = c("echsd_approvals_resolved", "Approval requests that ended, by decision: approve, deny, timeout, cancelled.", "decision")
         self.subagents = c("echsd_subagent_turns_finished", "Sub-agent turns that ended, by status.", "status")

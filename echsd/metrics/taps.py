@@ -64,6 +64,8 @@ def event_taps(metrics: DaemonMetrics, model_of: Callable[[str], str | None]) ->
         name = metrics.tool(done.name)
         outcome = "denied" if done.raw.get("approval") in ("deny", "timeout") else "ok" if done.ok else "error"
         metrics.tool_calls.inc(name, outcome)
+        if isinstance(done.sandbox_denied, str):
+            metrics.sandbox_denials.inc(name, word(done.sandbox_denied))
         if isinstance(done.duration_ms, (int, float)):
             metrics.tool_seconds.observe(name, value=done.duration_ms / 1000)
 

@@ -143,7 +143,7 @@ async def _invoke(host: TurnHost, prepared: PreparedCall, call_id: str) -> ToolR
             return await _run(tool, args, context, prepared.shell_patch)
         return ToolResult(f"error: tool {name} timed out after {context.timeout_s:g} s", ok=False)
     except ToolError as exc:
-        return ToolResult(f"error: {exc}", ok=False)
+        return ToolResult(f"error: {exc}", ok=False, meta=exc.meta)
     except Exception as exc:
         log.exception("tool crashed", thread_id=host.thread_id, tool=name, call_id=call_id)
         return ToolResult(f"error: tool {name} crashed: {type(exc).__name__}: {exc}", ok=False)

@@ -125,6 +125,7 @@ class ExecReport:
     session_id: int | None = None
     notes: list[str] = field(default_factory=list)
     chunk_id: str = field(default_factory=lambda: secrets.token_hex(3))
+    sandbox_denied: str | None = None  # "command": it failed as the sandbox makes commands fail
 
     @property
     def exit_code(self) -> int | None:
@@ -153,8 +154,11 @@ class ExecReport:
         ]
         return "\n".join(lines)
 
-    def meta(self) -> dict[str, int | None]:
-        return {"exit_code": self.exit_code, "signal": self.signal, "session_id": self.session_id}
+    def meta(self) -> dict[str, int | str | None]:
+        meta: dict[str, int | str | None] = {"exit_code": self.exit_code, "signal": self.signal, "session_id": self.session_id}
+        if self.sandbox_denied is not None:
+            meta["sandbox_denied"] = self.sandbox_denied
+        return meta
 
 
 def signal_name(number: int) -> str:

@@ -223,7 +223,7 @@ class ExecSessionManager:
             try:
                 policy, fallback_notes = await table.sandbox.admit(policy)
             except SandboxUnavailable as exc:
-                raise ToolError(str(exc)) from None
+                raise ToolError(str(exc), meta={"sandbox_denied": "unenforceable"}) from None
             notes += fallback_notes
         env = command_env({"TMPDIR": policy.tmpdir} if policy is not None and policy.tmpdir else None)
         try:
@@ -304,6 +304,7 @@ class ExecSessionManager:
             note = denial_note(session.policy, report.exit_status, (captured.head + captured.tail).decode(errors="replace"))
             if note is not None:
                 notes.append(note)
+                report.sandbox_denied = "command"
         else:
             report.session_id = session.session_id
         return report

@@ -37,6 +37,7 @@ FAMILIES = {
     "echsd_approvals_requested": "counter",
     "echsd_approvals_resolved": "counter",
     "echsd_hook_deliveries": "counter",
+    "echsd_sandbox_denials": "counter",
 }
 LEASE_FAMILIES = ("echsd_cluster_lease_seconds", "echsd_cluster_lease_renewed_seconds_ago", "echsd_cluster_lease_ok")
 IDS = re.compile(r"(thr|turn|call|in|apr)_[0-9a-f]{8,}")
@@ -105,3 +106,31 @@ async def test_the_metrics_listener_serves_metrics_alone(web_daemon: Any) -> Non
         assert (await http.get("/api/threads")).status_code == 404
         assert (await http.get("/metrics", headers={"Host": "evil.example"})).status_code == 403
         assert (await http.get("/metrics", headers={"Origin": "http://evil.example"})).status_code == 403
+
+
+async def test_sandbox_denials_are_counted_by_tool_and_kind(web_daemon: Any, workdir: Any, tmp_path: Any) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    before = await scrape(web_daemon.metrics_url)
+    tid = (await web_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]  # workspace-write: the kernel refuses writes elsewhere
+    patch = f"*** Begin Patch\n*** Add File: {outside}/patched.txt\n+no\n*** End Patch\n"
+    steps = [
+        {"calls": [{"name": "exec_command", "arguments": {"cmd": f"touch {outside}/touched"}}]},
+        {"calls": [{"name": "exec_command", "arguments": {"cmd": "touch inside"}}]},
+        {"calls": [{"name": "apply_patch", "arguments": {"input": patch}}]},
+        {"text": "done"},
+    ]
+    async with Watch(web_daemon, tid) as watch:
+        await web_daemon.ops.send(tid, mock_directive(steps))
+        await watch.wait_type("turn.completed")
+    completed = [e.data for e in watch.of_type("tool.completed")]
+    assert [c.get("sandbox_denied") for c in completed] == ["command", None, "patch"], completed
+    assert not (outside / "touched").exists() and (workdir / "inside").exists() and not (outside / "patched.txt").exists()
+    after = await scrape(web_daemon.metrics_url)
+
+    def moved(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert moved("echsd_sandbox_denials_total", tool="exec_command", kind="command") == 1
+    assert moved("echsd_sandbox_denials_total", tool="apply_patch", kind="patch") == 1
+    assert moved("echsd_sandbox_denials_total") == 2

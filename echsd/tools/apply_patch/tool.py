@@ -105,7 +105,8 @@ def _sandbox_permit(policy: SandboxPolicy) -> Callable[[Iterable[str]], None]:
             raise ToolError(
                 f"the thread's sandbox ({policy.describe()}) does not let this patch change {shown}. "
                 "No file was changed. Change files inside the writable roots only, or ask the user to "
-                "widen the thread's sandbox (echs config ID sandbox=... or writable_roots=...)."
+                "widen the thread's sandbox (echs config ID sandbox=... or writable_roots=...).",
+                meta={"sandbox_denied": "patch"},
             )
 
     return permit
