@@ -8,7 +8,7 @@ BROWSER_STAMP := $(VENV)/.browser-tried
 BENCH_STAMP := $(VENV)/.bench-stamp
 DURATION ?= 30m
 
-.PHONY: run test test-pg bench bench-quick soak interop clean browser
+.PHONY: run test test-pg test-browser bench bench-quick soak interop clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ $(BROWSER_STAMP): | $(STAMP)
 browser:
 	rm -f $(BROWSER_STAMP)
 	$(MAKE) $(BROWSER_STAMP)
+
+# The browser test alone (about 30 s), with its screenshots' directory printed.
+test-browser: $(STAMP) $(BROWSER_STAMP)
+	$(BIN)/python -m pytest tests/web/test_browser.py -s -ra $(ARGS)
 
 # The whole suite with every test daemon on PostgreSQL (a throwaway cluster in a temp dir).
 test-pg: $(STAMP)

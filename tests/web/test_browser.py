@@ -7,7 +7,8 @@ reply that streams in; a steer; an interrupt; an approval answered and its comma
 blackboard change appearing live; then the same page at a phone's width. Each step saves a
 screenshot under ``ECHS_SCREENSHOTS`` (default: the test's tmp dir, printed).
 
-Skipped, saying why, where no Chromium is installed (``make test`` installs it where it can).
+Skipped, saying why, where no Chromium is installed (``make test`` installs it where it can);
+``ECHS_CHROMIUM`` and ``ECHS_CHROMEDRIVER`` name other binaries.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ import pytest
 from tests.cli.helpers import Serve, echs, free_port, new_thread, serving
 from tests.helpers import mock_directive
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+CHROMIUM = os.environ.get("ECHS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+DRIVER = os.environ.get("ECHS_CHROMEDRIVER") or shutil.which("chromedriver") or "/usr/bin/chromedriver"
 MISSING = [path for path in (CHROMIUM, DRIVER) if not os.access(path, os.X_OK)]
 pytestmark = pytest.mark.skipif(
     bool(MISSING), reason=f"no Chromium here ({', '.join(MISSING)} missing): install Debian's chromium and chromium-driver"
