@@ -8,9 +8,11 @@ import re
 from typing import Any
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.helpers import Watch, mock_directive
+from echsd.tools.sandbox import landlock
+from tests.helpers import Watch, make_settings, mock_directive
 from tests.web.conftest import origin_of
 
 FAMILIES = {
@@ -108,6 +110,7 @@ async def test_the_metrics_listener_serves_metrics_alone(web_daemon: Any) -> Non
         assert (await http.get("/metrics", headers={"Origin": "http://evil.example"})).status_code == 403
 
 
+@pytest.mark.skipif(landlock.abi_version() < 1, reason="needs Landlock: without it no write is refused by the kernel")
 async def test_sandbox_denials_are_counted_by_tool_and_kind(web_daemon: Any, workdir: Any, tmp_path: Any) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -134,3 +137,32 @@ async def test_sandbox_denials_are_counted_by_tool_and_kind(web_daemon: Any, wor
     assert moved("echsd_sandbox_denials_total", tool="exec_command", kind="command") == 1
     assert moved("echsd_sandbox_denials_total", tool="apply_patch", kind="patch") == 1
     assert moved("echsd_sandbox_denials_total") == 2
+
+
+@pytest.mark.skipif(landlock.abi_version() < 1, reason="needs Landlock, to make a thread its absence then refuses")
+async def test_a_sandbox_this_machine_cannot_enforce_counts_as_unenforceable(
+    tmp_path: Any, mock_upstream: Any, nursery: Any, workdir: Any
+) -> None:
+    from echsd.daemon import Daemon
+
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    first = Daemon(make_settings(state, mock_upstream.base_url))
+    await nursery.start(first.run)
+    tid = (await first.ops.create_thread(cwd=str(workdir)))["thread_id"]  # workspace-write, enforceable here
+    first.request_stop()
+    await first.wait_stopped()
+    (state / "config.toml").write_text('sandbox_disable = ["landlock"]\n')  # restarted without it: refused
+    daemon = Daemon(make_settings(state, mock_upstream.base_url, metrics="tcp://127.0.0.1:0"))
+    await nursery.start(daemon.run)
+    try:
+        async with Watch(daemon, tid) as watch:
+            await daemon.ops.send(tid, mock_directive([{"calls": [{"name": "exec_command", "arguments": {"cmd": "touch ran"}}]}, {"text": "ok"}]))
+            await watch.wait_type("turn.completed")
+        assert [e.data.get("sandbox_denied") for e in watch.of_type("tool.completed")] == ["unenforceable"]
+        assert not (workdir / "ran").exists()
+        families = await scrape(daemon.metrics_url)
+        assert value(families, "echsd_sandbox_denials_total", tool="exec_command", kind="unenforceable") == 1
+    finally:
+        daemon.request_stop()
+        await daemon.wait_stopped()
