@@ -45,3 +45,11 @@ async def test_sweep_point_and_its_raw_limit_run(tmp_path: Path) -> None:
         mock.stop()
     assert raw["deltas"] == row["deltas"] == 60 and row["gaps"] == 0
     assert row["latency"]["samples"] == 60 and row["cpu"]["us_per_delta"] > 0
+
+
+def test_web_bench_runs() -> None:
+    from bench import bench_web
+
+    result = bench_web.main(["--quick", "--threads=3"])
+    assert result["scrape"]["p50_ms"] > 0 and result["scrape"]["bytes"] > 0 and result["raw_static_get"]["p50_ms"] > 0
+    assert result["change_to_page"]["page_sse"]["p50_ms"] > 0 and result["change_to_page"]["raw_wire_subscriber"]["p50_ms"] > 0
