@@ -22,6 +22,11 @@ HOOK = """#!/bin/sh
 { printf '%s %s ' "$(date +%s.%N)" "$ECHS_EVENT"; cat; } > "$1"
 """
 
+ONE_WRITE_HOOK = """#!/bin/sh
+line="$(date +%s.%N) $ECHS_EVENT $(cat)"
+printf '%s\\n' "$line" > "$1"
+"""
+
 
 async def start_daemon(nursery: Any, tmp_path: Path, base_url: str, config: str) -> Any:
     from echsd.daemon import Daemon
@@ -100,6 +105,29 @@ async def test_a_hook_program_gets_each_event_as_json_at_once(
         assert document["summary"] == "turn completed: All tests pass."
         assert not [e for e in watch.events if e.type == "turn.started" and e.seq > done.seq]
     with pytest.raises(trio.TooSlowError):  # other events (turn.started, tool.*) are filtered out
+        await fifo.line(timeout=0.5)
+
+
+async def test_by_default_a_hook_hears_of_turns_and_sub_agents_ending_not_of_their_steps(
+    nursery: Any, tmp_path: Path, mock_upstream: Any, workdir: Path, fifo: Fifo
+) -> None:
+    hook = script(tmp_path / "hook.sh", ONE_WRITE_HOOK)  # hooks run at once here: each line in one write
+    daemon, parent = await with_a_thread(nursery, tmp_path, mock_upstream.base_url, f'[hooks]\ncommand = "{hook}"\nargs = ["{fifo.path}"]\n', workdir)
+    steps = [
+        {"calls": [{"name": "spawn_agent", "arguments": {"message": "count the files"}}]},
+        {"calls": [{"name": "wait_agents", "arguments": {}}]},
+        {"text": "the child is done"},
+    ]
+    async with Watch(daemon, parent) as watch:
+        await daemon.ops.send(parent, mock_directive(steps))
+        await watch.wait_type("turn.completed")
+    heard: list[tuple[str, str]] = []
+    while len(heard) < 3:  # the child's turn, its completion told to the parent, the parent's turn
+        _received, kind, document = _parse(await fifo.line())
+        heard.append((kind, document["thread_id"]))
+    child = watch.of_type("subagent.spawned")[0].data["agent_id"]
+    assert sorted(heard) == sorted([("turn.completed", child), ("subagent.completed", parent), ("turn.completed", parent)])
+    with pytest.raises(trio.TooSlowError):  # turn.started, tool.*, subagent.spawned, ...: not by default
         await fifo.line(timeout=0.5)
 
 
