@@ -3,7 +3,10 @@
 
 ``POLICY_ORDERS`` lists each policy key's values from loosest to strictest (``writes``,
 ``approval``, the sandbox's ``sandbox`` and ``network``); every way of making a child
-follows it. ``writable_roots`` is a set: a child's must be among its parent's.
+follows it. ``writable_roots`` is a set: a child's must be among its parent's. Of the
+thread's approval rules, a child keeps every ``approval_deny`` prefix of its parent's (it may
+add more), and its ``approval_allow`` must be among its parent's; it does not inherit them
+("approve for this thread" is that thread's own).
 
 - A key the caller does not give is the parent's value (not the daemon's default).
 - A value looser than the parent's is refused with ``bad_request``, unless the caller says
@@ -17,6 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
+from echsd.approval_rules import parse_rules
 from echsd.errors import BadRequest
 from echsd.sandbox_modes import MODES, NETWORK
 from echsd.threads.config import APPROVALS, WRITES, ThreadConfig
@@ -65,7 +69,32 @@ def child_policy(asked: Mapping[str, Any], parent: ThreadConfig, *, loosen: bool
             f"writable_roots {', '.join(extra)} are not among the parent's; a child's policy is never looser than its "
             "parent's unless asked explicitly (loosen_policy: true, echs new --loosen-policy)"
         )
+    policy.update(_child_rules(asked, parent, loosen))
     return policy
+
+
+def _child_rules(asked: Mapping[str, Any], parent: ThreadConfig, loosen: bool) -> dict[str, Any]:
+    """A child's ``approval_deny`` (its parent's and any it asks for) and a check of the
+    ``approval_allow`` it asks for; with ``loosen``, both as asked."""
+    if loosen:
+        return {}
+    try:
+        allow, deny = _rule_list(asked.get("approval_allow")), _rule_list(asked.get("approval_deny"))
+    except ValueError:
+        return {}  # not valid at all: the config's own check refuses it
+    if extra := [" ".join(rule) for rule in allow if rule not in parent.approval_allow]:
+        raise BadRequest(
+            f"approval_allow {', '.join(extra)} are not among the parent's; a child's policy is never looser than its "
+            "parent's unless asked explicitly (loosen_policy: true, echs new --loosen-policy)"
+        )
+    return {"approval_deny": [list(rule) for rule in dict.fromkeys((*parent.approval_deny, *deny))]}
+
+
+def _rule_list(rules: Any) -> tuple[tuple[str, ...], ...]:
+    """Approval rules as given (a list, or a comma-separated string); ValueError if not rules."""
+    if isinstance(rules, str):
+        rules = [part for part in rules.split(",") if part.strip()]
+    return parse_rules(rules, "rules")
 
 
 def _root_list(roots: Any) -> list[str]:

@@ -13,6 +13,7 @@ import pytest
 from echsd.errors import BadRequest
 from echsd.settings import SettingsError, load_settings
 from tests.cli.helpers import Serve, clean_env, echs, new_thread
+from tests.helpers import Watch, mock_directive
 from tests.threads.test_subagents import child_task, outputs, parent_turn, spawn
 
 
@@ -93,3 +94,27 @@ async def test_a_thread_config_refuses_bad_sandbox_values(daemon: Any, workdir: 
     for bad in ({"sandbox": "open"}, {"network": "maybe"}, {"writable_roots": ["relative"]}):
         with pytest.raises(BadRequest):
             await daemon.ops.create_thread(cwd=str(workdir), **bad)
+
+
+async def test_a_child_keeps_its_parents_refusals_and_gets_no_allowance_it_lacks(daemon: Any, workdir: Path) -> None:
+    """The parent refuses ``touch``: so does a child the model spawns (its command does not
+    run, the file is not made), and a child made with ``thread.create {parent}`` adds its own
+    refusals to the parent's; an allow rule the parent lacks is refused unless asked
+    explicitly, and "approve for this thread" rules are not inherited."""
+    target = workdir / "by-child"
+    task = "toucher\n" + mock_directive([{"calls": [{"name": "exec_command", "arguments": {"cmd": f"touch {target}"}}]}, {"text": "tried"}])
+    steps = [{"calls": [spawn(task)]}, {"calls": [{"name": "wait_agents", "arguments": {"timeout_ms": 20000}}]}, {"text": "ok"}]
+    parent, watch = await parent_turn(daemon, workdir, steps, approval_deny=[["touch"]], approval_allow=[["git", "status"]])
+    (spawned,) = outputs(watch, "spawn_agent")
+    child = await daemon.ops.get_thread(spawned["agent_id"])
+    assert child["config"]["approval_deny"] == [["touch"]] and child["config"]["approval_allow"] == []
+    async with Watch(daemon, spawned["agent_id"]) as child_watch:
+        await child_watch.wait_for(lambda e: e.type == "turn.completed", timeout=30)
+    (refused,) = [e.data["output"] for e in child_watch.of_type("tool.completed")]
+    assert "touch" in refused and "did not run" in refused and not target.exists()
+    made = await daemon.ops.create_thread(cwd=str(workdir), parent=parent, approval_deny=[["rm"]], approval_allow=[["git", "status"]])
+    assert made["config"]["approval_deny"] == [["touch"], ["rm"]] and made["config"]["approval_allow"] == [["git", "status"]]
+    with pytest.raises(BadRequest, match="approval_allow make are not among the parent's"):
+        await daemon.ops.create_thread(cwd=str(workdir), parent=parent, approval_allow=["make"])
+    loosened = await daemon.ops.create_thread(cwd=str(workdir), parent=parent, approval_deny=[], approval_allow=["make"], loosen_policy=True)
+    assert loosened["config"]["approval_deny"] == [] and loosened["config"]["approval_allow"] == [["make"]]
