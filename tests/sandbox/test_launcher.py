@@ -114,6 +114,32 @@ async def test_git_commits_work_but_hooks_and_config_are_protected(confined: Con
     assert "Read-only file system" in ran.output
 
 
+async def test_a_submodules_and_other_worktrees_hooks_and_config_are_protected_too(confined: Confined, dirs: dict[str, Path]) -> None:
+    repo, source, other = dirs["cwd"], dirs["sibling"] / "lib", dirs["sibling"] / "other-tree"
+    source.mkdir()
+    for where in (source, repo):
+        git(where, "init", "-q")
+        git(where, "-c", "user.name=a", "-c", "user.email=a@a", "commit", "-q", "--allow-empty", "-m", "first")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(source), "lib")
+    git(repo, "worktree", "add", "-q", str(other))
+    module = repo / ".git" / "modules" / "lib"
+    tree_config = repo / ".git" / "worktrees" / "other-tree" / "config.worktree"
+    tree_config.write_text("[core]\n")
+    shutil.rmtree(module / "hooks")  # protected also where git made none
+    before = {path: path.read_text() for path in (module / "config", tree_config)}
+    ran = await confined.run(
+        confined.policy(repo),
+        "cd lib && echo hi > f && git add f && git -c user.name=a -c user.email=a@a commit -qm two && echo committed; cd ..; "
+        "echo 'touch pwned' > .git/modules/lib/hooks/post-checkout; echo '[core] fsmonitor = touch pwned' >> .git/modules/lib/config; "
+        "echo '[core] fsmonitor = touch pwned' >> .git/worktrees/other-tree/config.worktree",
+    )
+    assert "committed" in ran.output, ran.report
+    assert git(repo / "lib", "log", "-1", "--format=%s").stdout.strip() == "two"  # its objects and refs are writable
+    assert not (module / "hooks" / "post-checkout").exists()
+    assert {path: path.read_text() for path in before} == before
+    assert ran.output.count("Read-only file system") == 3, ran.output
+
+
 async def test_the_daemons_state_directory_is_hidden(confined: Confined, dirs: dict[str, Path], tmp_path: Path) -> None:
     ran = await confined.run(confined.policy(dirs["cwd"], "full-access", network=False), f"ls -A {tmp_path / 'state'}; cat {tmp_path / 'state' / 'token'}")
     assert "secret" not in ran.output

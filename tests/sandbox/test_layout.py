@@ -76,6 +76,26 @@ def test_a_worktree_writes_to_its_main_repositorys_common_dir(tmp_path: Path) ->
     assert plan.may_write(str(tree / "file"))
 
 
+def test_submodules_and_other_worktrees_keep_their_hooks_and_config(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    module = repo / ".git" / "modules" / "vendor" / "lib"  # a submodule named vendor/lib
+    (module / "modules" / "inner").mkdir(parents=True)  # and one nested in it
+    repo.mkdir(exist_ok=True)
+    git(repo, "init", "-q")
+    for git_dir in (module, module / "modules" / "inner"):
+        (git_dir / "HEAD").write_text("ref: refs/heads/main\n")
+        (git_dir / "config").write_text("[core]\n")
+    (repo / ".git" / "worktrees" / "other").mkdir(parents=True)
+    (repo / ".git" / "worktrees" / "other" / "config.worktree").write_text("[core]\n")
+    plan = layout(policy(repo))
+    for directory in (module, module / "modules" / "inner"):
+        assert plan.may_write(str(directory / "objects" / "ab"))
+        assert not plan.may_write(str(directory / "hooks" / "post-checkout"))
+        assert not plan.may_write(str(directory / "config"))
+    assert not plan.may_write(str(repo / ".git" / "worktrees" / "other" / "config.worktree"))
+    assert plan.may_write(str(repo / ".git" / "worktrees" / "other" / "HEAD"))
+
+
 def test_another_repository_at_a_writable_roots_top_stays_read_only(tmp_path: Path) -> None:
     cwd, other = tmp_path / "cwd", tmp_path / "other"
     cwd.mkdir()

@@ -4,11 +4,12 @@
 cwd's git repository (its git dir, and the common dir of a worktree, which may live outside
 the cwd: commits write there) and lists what must stay read-only beneath the writable
 roots: the repository's hooks and config (git runs what they name, later, outside any
-sandbox), a worktree's ``.git`` file (which says where that config lives), and the ``.git``
-of any other repository at the top of a writable root. The launcher turns a layout into
-kernel rules in the child; the file tools ask ``may_write`` of the same layout, so both
-agree. Only ``stat``/``readlink``-level work: cheap, but it touches the disk, so callers
-run it off the event loop (the launcher runs it in the child).
+sandbox), also its submodules' (``modules/*/hooks``, ``config``) and its other worktrees'
+``config.worktree``, a worktree's ``.git`` file (which says where that config lives), and
+the ``.git`` of any other repository at the top of a writable root. The launcher turns a
+layout into kernel rules in the child; the file tools ask ``may_write`` of the same layout,
+so both agree. Only ``stat``/``readlink``-level work: cheap, but it touches the disk, so
+callers run it off the event loop (the launcher runs it in the child).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import os
 from dataclasses import dataclass
 
 from echsd.tools.sandbox.policy import READ_ONLY, SandboxPolicy
+
+MAX_NESTED = 256  # submodule git dirs and worktrees looked at in one repository
 
 # Writable for every confined command: the usual sinks and sources of a shell.
 DEVICES_RW = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
@@ -108,6 +111,11 @@ def layout(policy: SandboxPolicy) -> Layout:
             readonly += [os.path.join(directory, name) for name in ("config", "config.worktree")]
         if os.path.isfile(repository.dot_git):
             readonly.append(repository.dot_git)  # a worktree's pointer to its git dir
+        module_dirs, worktree_configs = _nested(repository.common_dir)
+        for directory in module_dirs:
+            hooks.append(os.path.join(directory, "hooks"))
+            readonly += [os.path.join(directory, name) for name in ("config", "config.worktree")]
+        readonly += worktree_configs
     own = {repository.git_dir, repository.common_dir} if repository is not None else set()
     for root in writable[:]:
         other = os.path.join(root, ".git")
@@ -115,6 +123,36 @@ def layout(policy: SandboxPolicy) -> Layout:
             readonly.append(os.path.realpath(other))  # another repository: readable, not writable
     existing = [path for path in readonly if os.path.lexists(path)]
     return Layout(_unique(writable), _unique(hooks + existing), _unique(pinned), hidden, repository)
+
+
+def _nested(common_dir: str) -> tuple[list[str], list[str]]:
+    """The git dirs of a repository's submodules (``modules/NAME``, nested and with slashes
+    in their names too) and its worktrees' ``config.worktree`` files: git runs what their
+    hooks and config name as it does the repository's own."""
+    modules: list[str] = []
+    stack, looked = [os.path.join(common_dir, "modules")], 0
+    while stack and len(modules) < MAX_NESTED and looked < 4 * MAX_NESTED:
+        directory, looked = stack.pop(), looked + 1
+        for name in _subdirectories(directory):
+            path = os.path.join(directory, name)
+            if os.path.isfile(os.path.join(path, "HEAD")):
+                modules.append(path)
+                stack.append(os.path.join(path, "modules"))
+            else:
+                stack.append(path)  # a submodule named a/b lives in modules/a/b
+    worktrees = []
+    for directory in (common_dir, *modules):
+        base = os.path.join(directory, "worktrees")
+        worktrees += [os.path.join(base, name, "config.worktree") for name in _subdirectories(base)[:MAX_NESTED]]
+    return modules, worktrees
+
+
+def _subdirectories(directory: str) -> list[str]:
+    try:
+        with os.scandir(directory) as entries:
+            return sorted(entry.name for entry in entries if entry.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
 
 
 def _unique(paths: list[str]) -> tuple[str, ...]:
