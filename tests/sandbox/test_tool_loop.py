@@ -103,10 +103,16 @@ def test_read_only_writes_nothing_at_all(serve: Serve, dirs: dict[str, Path]) ->
 def test_full_access_writes_and_connects_anywhere(serve: Serve, dirs: dict[str, Path]) -> None:
     tid = thread(serve, dirs["cwd"], "--sandbox", "full-access")
     assert json.loads(echs(serve.state_dir, "show", tid, "--json").stdout)["config"]["network"] == "on"
-    with tcp_server() as port:
-        outputs = run_calls(serve, tid, [shell(f"echo yes > {dirs['sibling']}/written"), shell(CONNECT.format(port=port))])
-    assert all("Process exited with code 0" in output for output in outputs), outputs
-    assert (dirs["sibling"] / "written").read_text() == "yes\n"
+    name = f"echsd-sandbox-{uuid.uuid4().hex[:8]}"
+    written = [dirs["sibling"] / "written", serve.state_dir.parent / "home" / name, Path("/etc") / name]
+    try:
+        with tcp_server() as port:
+            outputs = run_calls(serve, tid, [*(shell(f"echo yes > {path}") for path in written), shell(CONNECT.format(port=port))])
+        assert all("Process exited with code 0" in output for output in outputs), outputs
+        assert all(path.read_text() == "yes\n" for path in written)
+    finally:
+        for path in written:
+            path.unlink(missing_ok=True)
 
 
 def test_apply_patch_outside_the_roots_is_refused_and_changes_nothing(serve: Serve, dirs: dict[str, Path]) -> None:
