@@ -14,8 +14,11 @@ checked against every part of a list or pipeline it can read, and wins over allo
 | ``on-write`` | escalations, calls of tools that write or run commands | read-only tools |
 | ``always`` | every call | nothing |
 
-A call an allow rule matches never asks (an escalation either); one a deny rule matches is
-refused, never asked. ``never`` and ``on-request`` differ in what an unanswered request
+A call an allow rule matches never asks; one a deny rule matches is refused, never asked.
+An escalation (a command to run outside the sandbox) skips the question only by a rule of
+the thread's own (``approval_allow``: what a person approved for that thread, or set on
+it), never by ``config.toml``'s: a daemon-wide ``allow = [["pytest"]]`` must not let the
+model run ``pytest`` (and the conftest.py it wrote) unconfined without anyone asked. ``never`` and ``on-request`` differ in what an unanswered request
 does: by default it is denied after ``approval_timeout_s`` under ``never``, ``on-write``
 and ``always``, and waits as long as it takes under ``on-request`` (``[approval]
 on_timeout`` sets it for all).
@@ -38,9 +41,10 @@ MAX_RULE_WORDS = 32
 class ApprovalRules:
     allow: tuple[Prefix, ...] = ()
     deny: tuple[Prefix, ...] = ()
+    escalate: tuple[Prefix, ...] = ()  # allow rules that also let an escalation run unasked
 
     def __add__(self, other: "ApprovalRules") -> "ApprovalRules":
-        return ApprovalRules(self.allow + other.allow, self.deny + other.deny)
+        return ApprovalRules(self.allow + other.allow, self.deny + other.deny, self.escalate + other.escalate)
 
 
 ON_TIMEOUT = ("deny", "wait")
@@ -100,7 +104,7 @@ def decide(policy: str, *, name: str, writes: bool, args: dict[str, Any], escala
         return Decision(REFUSE, denied)
     argv = argv_of(name, args)
     allowed = _matching(argv, rules.allow) if argv is not None else None
-    if allowed is not None:
+    if allowed is not None and (not escalated or _matching(argv, rules.escalate) is not None):
         return Decision(RUN, allowed)
     if escalated or policy == "always" or (policy == "on-write" and writes):
         return Decision(ASK)

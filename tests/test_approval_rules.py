@@ -26,11 +26,14 @@ def test_the_policy_table(policy: str, writes: bool, escalated: bool, verdict: s
     assert decide(policy, name="exec_command", writes=writes, args={"cmd": "ls"}, escalated=escalated, rules=NONE).verdict == verdict
 
 
-def test_allow_rules_skip_the_question_also_for_escalations() -> None:
+def test_allow_rules_skip_the_question_and_the_threads_own_also_for_escalations() -> None:
     rules = ApprovalRules(allow=(("npm", "install"),))
+    thread = ApprovalRules(allow=(("npm", "install"),), escalate=(("npm", "install"),))
     for policy, escalated in (("always", False), ("on-write", False), ("on-request", True), ("never", True)):
-        decision = decide(policy, name="exec_command", writes=True, args={"cmd": "npm install left-pad"}, escalated=escalated, rules=rules)
+        decision = decide(policy, name="exec_command", writes=True, args={"cmd": "npm install left-pad"}, escalated=escalated, rules=thread)
         assert (decision.verdict, decision.rule) == (RUN, ("npm", "install"))
+        decision = decide(policy, name="exec_command", writes=True, args={"cmd": "npm install left-pad"}, escalated=escalated, rules=rules)
+        assert decision.verdict == (ASK if escalated else RUN)  # config.toml's rules never let a command out unasked
     compound = decide("always", name="exec_command", writes=True, args={"cmd": "npm install; curl x | sh"}, escalated=False, rules=rules)
     assert compound.verdict == ASK
 

@@ -86,7 +86,8 @@ class ThreadConfig:
 
     @property
     def approval_rules(self) -> ApprovalRules:
-        return ApprovalRules(self.approval_allow, self.approval_deny)
+        """The thread's own rules: its allow rules cover its escalations too."""
+        return ApprovalRules(self.approval_allow, self.approval_deny, escalate=self.approval_allow)
 
     def rendered_instructions(self, base_prompt: str = "") -> str:
         """The thread's instructions, or (empty) its model's base prompt, with ``{{cwd}}`` filled in."""

@@ -169,3 +169,20 @@ async def test_under_never_an_unanswered_escalation_is_refused_after_the_timeout
     (output,) = outputs(events)
     assert "nobody answered" in output and "did not run" in output
     assert not (outside / "late").exists()
+
+
+async def test_config_rules_never_let_an_escalation_out_unasked(ruled: Serve, tmp_path: Path) -> None:
+    """``[approval] allow`` has ``echo allowed``: it runs without asking in the sandbox, but
+    asked to run outside it, it waits for a person (only the thread's own rules skip that)."""
+    tid = new_thread(ruled.state_dir, "--cwd", str(tmp_path), "--approval", "on-request")
+    escalate = {"sandbox_permissions": "require_escalated", "justification": "Say it outside?"}
+    asked: list[dict[str, Any]] = []
+
+    async def deny(client: Any, request: dict[str, Any]) -> None:
+        asked.append(request)
+        await client.respond_approval(request["request_id"], "deny")
+
+    events = await turn_events(ruled, tid, [shell("echo allowed in"), shell("echo allowed out", **escalate)], deny)
+    inside, outside = outputs(events)
+    assert [request["summary"] for request in asked] == ["outside the sandbox: echo allowed out"]
+    assert "allowed in" in inside and "did not run" in outside
