@@ -1,13 +1,10 @@
 """The supervisor: finds, starts, restarts and stops thread actors; the authority over the tree.
 
 Every thread has a record (loaded eagerly at start); its actor starts on first use, or at
-start when it has work left over (an open turn to close, queued input to run). An exception
-escaping an actor is logged with its traceback and the actor is restarted from the store;
-more than ``restart_limit`` crashes within ``restart_window_s`` and the thread is given up
-for ``restart_cooldown_s`` (requests answer ``unavailable``; ``kill`` still works, see
-``given_up``), then restarted by the next request. Neither reaches the daemon or other threads.
-A worker that stopped because the database is out of reach (``StoreUnavailable``) did not
-crash: it is started again after a backoff, and meanwhile requests answer ``unavailable``.
+start when it has work left over (an open turn to close, queued input to run). A crashed
+worker is restarted from the store, and given up after too many crashes (``restarts``:
+requests answer ``unavailable``; ``kill`` still works, see ``given_up``) until the next
+request after a cool-down. Neither reaches the daemon or other threads.
 
 The thread tree has one authority. A child is created through its parent's actor (the
 mailbox orders it against the parent's kill, and a parent being killed refuses children).
@@ -23,7 +20,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from collections import deque
 from typing import Any, Callable, Mapping
 
 import trio
@@ -33,15 +29,13 @@ from echsd.approval_rules import ApprovalSettings
 from echsd.blackboard.board import Blackboard
 from echsd.codex import ResponsesClient
 from echsd.errors import EchsError, InvalidState, NotFound, Timeout, Unavailable
-from echsd.events import Event, ThreadCreated, ThreadDeleted, ThreadGivenUp
+from echsd.events import Event, ThreadCreated, ThreadDeleted
 from echsd.ids import is_thread_id, new_thread_id
 from echsd.logs import get_logger
 from echsd.ops.base import Op
 from echsd.ops.internal import ChildFinished, Shutdown
 from echsd.settings import Tuning
 from echsd.store import Store, Unit, ops
-from echsd.store.errors import StoreUnavailable
-from echsd.threads.actor import ThreadActor
 from echsd.threads.account import AccountLimits
 from echsd.threads.approvals import ApprovalBook
 from echsd.threads.config import SandboxRules, ThreadConfig, new_config
@@ -51,8 +45,9 @@ from echsd.threads.eventlog import ThreadLog
 from echsd.threads.lease import Lease
 from echsd.threads.given_up import kill_offline
 from echsd.threads.loading import read_threads
-from echsd.threads.mailbox import Request, error_reply, first_leaf
-from echsd.threads.record import GivenUp, ThreadRecord
+from echsd.threads.mailbox import Request
+from echsd.threads.record import ThreadRecord
+from echsd.threads.restarts import keep_worker
 from echsd.threads.services import ActorServices, OpRunner
 from echsd.threads.slots import SubagentSlots
 from echsd.threads.state import ThreadState
@@ -62,8 +57,6 @@ from echsd.tools.registry import McpToolSource, default_tool_names
 from echsd.tools.remote import RemoteCalls
 
 log = get_logger(__name__)
-STORE_AWAY_FIRST_S = 0.5  # a worker that found the database away waits this long, doubling up to STORE_AWAY_MAX_S
-STORE_AWAY_MAX_S = 5.0
 
 TurnListener = Callable[[str, TurnEnd | None], None]
 
@@ -200,61 +193,7 @@ class Supervisor:
 
     async def _supervise(self, record: ThreadRecord) -> None:
         with record.stop:  # cancelled when another node takes the thread (``drop``)
-            await self._supervise_worker(record)
-
-    async def _supervise_worker(self, record: ThreadRecord) -> None:
-        crashes: deque[float] = deque()
-        crashed: BaseException | None = None
-        away = STORE_AWAY_FIRST_S
-        while True:  # one worker per pass; a crash restarts it (a give-up after a cool-down)
-            try:
-                await ThreadActor(record, self.services).run(crashed)
-                record.actor_started = False
-                return
-            except Exception as exc:
-                root = first_leaf(exc)
-                if isinstance(root, StoreUnavailable):  # no crash: wait for the database, then start again
-                    log.warning("thread worker waits for the database", thread_id=record.thread_id, error=root.message, retry_s=away)
-                    await self._refuse_while_store_away(record, root, away)
-                    away = min(away * 2, STORE_AWAY_MAX_S)
-                    crashed = root
-                    continue
-                away = STORE_AWAY_FIRST_S
-                log.error("thread worker crashed", thread_id=record.thread_id, exc_info=root)
-                now = time.monotonic()
-                crashes.append(now)
-                while crashes and now - crashes[0] > self.tuning.restart_window_s:
-                    crashes.popleft()
-                if len(crashes) > self.tuning.restart_limit:
-                    reason = f"worker crashed {len(crashes)} times in {self.tuning.restart_window_s:g} s: {root!r}"
-                    record.failed = given_up = GivenUp(reason, now + self.tuning.restart_cooldown_s)
-                    log.error("giving up on thread worker", thread_id=record.thread_id, reason=reason, cooldown_s=self.tuning.restart_cooldown_s)
-                    await self._announce_give_up(record, reason)
-                    await self._refuse_while_given_up(record, given_up)
-                    crashes.clear()
-                crashed = root
-
-    async def _announce_give_up(self, record: ThreadRecord, reason: str) -> None:
-        """``thread.given_up`` on the thread's log (hooks and watchers learn of it); a store
-        that cannot take it (the reason, maybe) is logged, never raised."""
-        try:
-            with trio.move_on_after(self.tuning.restart_cooldown_s):
-                await record.log.ready()
-                record.log.emit_one(ThreadGivenUp, {"reason": reason, "retry_in_s": self.tuning.restart_cooldown_s})
-        except Exception:
-            log.exception("cannot log a thread's give-up", thread_id=record.thread_id)
-
-    async def _refuse_while_store_away(self, record: ThreadRecord, error: StoreUnavailable, seconds: float) -> None:
-        """For ``seconds``, answer what reaches the mailbox with the database's absence."""
-        with trio.move_on_after(seconds):
-            async for request in record.mailbox_receive:
-                error_reply(request.reply, error)
-
-    async def _refuse_while_given_up(self, record: ThreadRecord, given_up: GivenUp) -> None:
-        """Answer what reaches the mailbox until ``ensure_actor`` ends the give-up."""
-        with given_up.refusing:
-            async for request in record.mailbox_receive:
-                error_reply(request.reply, given_up.refusal(record.thread_id))
+            await keep_worker(record, self.services, self.tuning)
 
     async def call(self, record: ThreadRecord, op: Op) -> Any:
         """Put ``op`` in the thread's mailbox and wait for the answer (``op.timeout_s``)."""
