@@ -59,6 +59,14 @@ async def test_network_off_cannot_reach_a_local_server_and_on_can(confined: Conf
         on = await confined.run(confined.policy(dirs["cwd"], network=True), connect.format(port=port))
     assert off.code != 0 and "connected" not in off.output and "Connection refused" in off.output
     assert on.code == 0 and on.output.strip() == "connected"
+    assert "require_escalated" in off.report and "require_escalated" not in on.report  # the note for the model
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+async def test_curl_refused_by_the_network_off_sandbox_is_told_how_to_ask(confined: Confined, dirs: dict[str, Path]) -> None:
+    with tcp_server() as port:
+        ran = await confined.run(confined.policy(dirs["cwd"]), f"curl -sS -m 5 http://127.0.0.1:{port}/")
+    assert ran.code not in (None, 0) and "require_escalated" in ran.report, ran.report
 
 
 async def test_read_only_writes_nothing_at_all(confined: Confined, dirs: dict[str, Path]) -> None:

@@ -18,6 +18,10 @@ NETWORK_DENIALS = (
     "Name or service not known",
     "Connection refused",
     "Address family not supported",
+    "Couldn't connect to server",  # curl
+    "EAI_AGAIN",  # node and npm: no name resolution
+    "ENETUNREACH",
+    "ECONNREFUSED",
 )
 
 
