@@ -129,6 +129,15 @@ async def test_an_http_server_that_dies_mid_call_is_reached_again_when_it_is_bac
         server.process.wait()
 
 
+async def test_a_server_that_writes_garbage_is_still_answered(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
+    tid = (await mcp_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+    steps = [{"calls": [call("mcp__demo__babble", lines=3)]}, {"calls": [call("mcp__demo__echo", text="after")]}, {"text": "ok"}]
+    watch = await run_turn(mcp_daemon, tid, steps)
+    babble, echo = (event.data for event in watch.of_type("tool.completed"))
+    assert babble["ok"] is True and babble["output"] == "babbled 3 lines"  # lines that are not messages are passed over
+    assert echo["ok"] is True and echo["output"] == "after"  # and the session goes on
+
+
 async def test_a_server_that_hangs_is_cut_at_its_tool_timeout(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
     tid = (await mcp_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     steps = [{"calls": [call("mcp__demo__hang")]}, {"calls": [call("mcp__demo__echo", text="still there")]}, {"text": "ok"}]

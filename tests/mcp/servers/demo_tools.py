@@ -102,4 +102,11 @@ def build(name: str = "demo") -> MCPServer:
         with socket.create_connection((host, port), timeout=5):
             return f"connected to {host}:{port}"
 
+    @server.tool(structured_output=False)
+    def babble(lines: int = 1) -> str:
+        """Writes lines that are not JSON-RPC messages on its stdout (the protocol's channel), then answers."""
+        for number in range(lines):
+            os.write(1, f"not a message {number}\n".encode())
+        return f"babbled {lines} lines"
+
     return server
