@@ -286,14 +286,13 @@ class McpSession:
                 raise ServerDown(f"the MCP server {self.name} did not come up within {timeout_s:g} s" + (f" ({self.last_error})" if self.last_error else ""))
 
     async def refresh(self) -> None:
-        """Before a model request: wait (bounded) for a start under way, and list the tools
-        again if the server said they changed. Never raises: a server that is not up keeps
-        the tools it last listed."""
-        if self.state in ("starting", "backoff"):  # a start under way or due within the timeout
-            try:
-                await self.ready(self.config.startup_timeout_s)
-            except ServerDown:
-                return
+        """Before a model request: wait (at most the startup timeout) for a start under way,
+        and list the tools again if the server said they changed. Never raises: a server that
+        is not up keeps the tools it last listed (a call to one tries it again). A server in
+        backoff is not waited for: one that keeps failing must not slow every request."""
+        with trio.move_on_after(self.config.startup_timeout_s):
+            while self.state == "starting":
+                await self._changed.wait()
         if not self._stale or self._client is None:
             return
         async with self._listing:

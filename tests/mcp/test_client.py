@@ -138,6 +138,26 @@ async def test_a_server_that_writes_garbage_is_still_answered(mcp_daemon: Any, m
     assert echo["ok"] is True and echo["output"] == "after"  # and the session goes on
 
 
+async def test_servers_that_cannot_start_cost_a_turn_their_startup_timeout_at_most(tmp_path: Path, mock_upstream: Any, nursery: trio.Nursery, workdir: Path) -> None:
+    import sys
+
+    config = (
+        '[mcp_servers.missing]\ncommand = "/nonexistent/server"\n\n'
+        f'[mcp_servers.mute]\ncommand = "{sys.executable}"\nargs = ["-c", "import time; time.sleep(600)"]\nstartup_timeout_sec = 1\n'
+    )
+    async with daemon_with(tmp_path, config, mock_upstream.base_url, nursery) as daemon:
+        tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
+        started = time.monotonic()
+        watch = await run_turn(daemon, tid, [{"calls": [call("mcp__mute__anything")]}, {"text": "ok"}])
+        assert time.monotonic() - started < 8
+        assert not any(name.startswith("mcp__") for name in tool_names(mock_upstream.requests[-2].body))  # no tools to offer
+        (refused,) = watch.of_type("tool.completed")
+        assert refused.data["ok"] is False and "unknown tool 'mcp__mute__anything'" in refused.data["output"]
+        status = {server["name"]: server for server in daemon.mcp.status()}
+        assert status["missing"]["state"] == "backoff" and "cannot start '/nonexistent/server'" in status["missing"]["last_error"]
+        assert status["mute"]["last_error"] == "it did not start within 1 s (startup_timeout_sec)"
+
+
 async def test_a_server_that_hangs_is_cut_at_its_tool_timeout(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
     tid = (await mcp_daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
     steps = [{"calls": [call("mcp__demo__hang")]}, {"calls": [call("mcp__demo__echo", text="still there")]}, {"text": "ok"}]
