@@ -61,3 +61,6 @@ def describe(policy: SandboxPolicy | None) -> str:
     if policy is None:
         return "none"
     return f"{policy.mode}, network {'on' if policy.network else 'off'}"
+
+
+UNCONFINED = f"{FULL_ACCESS}, network on"  # (as ``describe`` says it)

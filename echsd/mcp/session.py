@@ -41,7 +41,7 @@ from mcp.shared.message import SessionMessage
 from echsd import __version__
 from echsd.logs import get_logger
 from echsd.mcp.config import McpServerConfig
-from echsd.mcp.confine import SandboxRefused
+from echsd.mcp.confine import UNCONFINED, SandboxRefused
 from echsd.mcp.confine import describe as describe_sandbox
 from echsd.mcp.transport import Confine, TransportError, http_transport, stdio_transport, tapped
 from echsd.tools.sandbox.policy import SandboxPolicy
@@ -53,6 +53,7 @@ BACKOFF_MAX_S = 60.0
 STABLE_S = 30.0  # up this long, a session's end restarts it after the minimum delay again
 MAX_TOOL_PAGES = 100  # tools/list pages read (a paginator that never ends cannot hang a start)
 LIST_CHANGED = "notifications/tools/list_changed"
+MAX_LAST_WORDS = 300  # of a server's last stderr line, in its last error
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -81,6 +82,7 @@ class McpSession:
         self.cwd = cwd  # where a stdio server without ``cwd`` runs: the daemon's directory
         self._confine = confine
         self.sandbox: str | None = None  # a stdio server's sandbox, once it was started
+        self._last_words: str | None = None  # the last line its current process wrote on stderr
         self.state = "idle" if config.enabled else "disabled"
         self.tools: list[mcp_types.Tool] = []  # as listed, filtered by enabled/disabled_tools
         self.server_info: dict[str, Any] | None = None  # what the server said of itself at its last start
@@ -140,12 +142,13 @@ class McpSession:
                 began = trio.current_time()
                 await self._attempt()
                 kicked = self._kick.is_set()
-                if kicked or trio.current_time() - began >= STABLE_S:
-                    self._delay = BACKOFF_MIN_S
-                delay = 0.0 if kicked else self._delay
-                if not kicked:
-                    self._delay = min(self._delay * 2, BACKOFF_MAX_S)
                 self._kick, self._wake = trio.Event(), trio.Event()
+                if kicked:  # a restart: at once, from the shortest delay (no backoff shown)
+                    self._delay = BACKOFF_MIN_S
+                    continue
+                if trio.current_time() - began >= STABLE_S:
+                    self._delay = BACKOFF_MIN_S
+                delay, self._delay = self._delay, min(self._delay * 2, BACKOFF_MAX_S)
                 self.next_attempt = trio.current_time() + delay
                 self._set("backoff")
                 with trio.move_on_after(delay):
@@ -163,6 +166,7 @@ class McpSession:
         if self._attempts > 1:
             self.restarts += 1
         self._lost = trio.Event()
+        self._last_words = None
         self._set("starting")
         timeout = self.config.startup_timeout_s
         with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
@@ -183,7 +187,8 @@ class McpSession:
                     self.last_error = "the server exited" if self.config.transport == "stdio" else "the connection to the server was lost"
                     self._closing()
             except Exception as exc:
-                self.last_error = describe(exc)
+                failed_to_run = isinstance(exc, (TransportError, SandboxRefused))  # it never ran: nothing to add
+                self.last_error = describe(exc) + ("" if failed_to_run else self._hints(starting=self.state == "starting"))
             finally:
                 self._client = None
                 self.up_since = None
@@ -192,13 +197,28 @@ class McpSession:
             self.last_error = None
         elif scope.cancelled_caught and self.last_error is None:
             self.last_error = f"it did not start within {timeout:g} s (startup_timeout_sec)"
+        if self.last_error == "the server exited":
+            self.last_error += self._hints(starting=False)
         if self.last_error is not None:
             log.warning("mcp server down", server=self.name, error=self.last_error)
+
+    def _hints(self, starting: bool) -> str:
+        """What may say why a stdio server failed: its last stderr line, and (when it failed
+        to start) the sandbox it runs in."""
+        hints = []
+        if self._last_words:
+            hints.append(f"its last words on stderr: {self._last_words[:MAX_LAST_WORDS]!r}")
+        if starting and self.sandbox not in (None, describe_sandbox(None), UNCONFINED):
+            hints.append(f"it runs in the sandbox {self.sandbox} (see sandbox and network in its table)")
+        return "".join(f"; {hint}" for hint in hints)
+
+    def _heard(self, line: str) -> None:
+        self._last_words = line.strip()
 
     def _open(self) -> Client:
         if self.config.transport == "stdio":
             cwd = os.path.abspath(os.path.expanduser(self.config.cwd or self.cwd))
-            transport = stdio_transport(self.config, cwd, self._confined)
+            transport = stdio_transport(self.config, cwd, self._confined, self._heard)
         else:
             transport = http_transport(self.config)
         return Client(

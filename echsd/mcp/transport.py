@@ -39,11 +39,13 @@ MAX_LINE_BYTES = 64 * 1024 * 1024  # one message from a server (an image or two,
 OFF_LOOP_BYTES = 256 * 1024  # a message this big is parsed in a worker thread
 MAX_STDERR_LINE = 4096  # of a stderr line logged (the rest is cut)
 EXIT_GRACE_S = 1.0  # after stdin closes, before the server's enclosure is killed
+STDERR_GRACE_S = 0.5  # after the server exited, for the rest of its stderr
 # What a server gets of the daemon's environment (Codex passes the same few).
 BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR", "TZ")
 
 
 Confine = Callable[[McpServerConfig, str], Awaitable[SandboxPolicy | None]]  # (server, its cwd) -> its sandbox
+Heard = Callable[[str], None]  # told each line the server writes on stderr
 
 
 class TransportError(Exception):
@@ -89,9 +91,12 @@ def parse_message(line: bytes) -> SessionMessage | Exception:
 
 
 @asynccontextmanager
-async def stdio_transport(config: McpServerConfig, cwd: str, confine: Confine | None = None) -> AsyncIterator[TransportStreams]:
+async def stdio_transport(
+    config: McpServerConfig, cwd: str, confine: Confine | None = None, heard: Heard | None = None
+) -> AsyncIterator[TransportStreams]:
     """Run the server's command in ``cwd`` (its own, or the daemon's), in its own enclosure
-    and the sandbox ``confine`` gives it, if any, and speak to it over its pipes."""
+    and the sandbox ``confine`` gives it, if any, and speak to it over its pipes. ``heard``
+    gets its stderr's lines, also the last ones of a server that exits (why it did, often)."""
     assert config.command is not None
     sandbox = await confine(config, cwd) if confine is not None else None
     env = server_env(config)
@@ -105,18 +110,24 @@ async def stdio_transport(config: McpServerConfig, cwd: str, confine: Confine | 
     log.debug("mcp server started", server=config.name, pid=process.pid)
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
+    stderr_read = trio.Event()
+    stopped = False
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_read_stdout, process, read_send, config.name)
             nursery.start_soon(_write_stdin, process, write_receive)
-            nursery.start_soon(_log_stderr, process, config.name)
+            nursery.start_soon(_log_stderr, process, config.name, heard, stderr_read)
             try:
                 yield read_receive, write_send
             finally:
+                with trio.CancelScope(shield=True):  # before the stderr reader is cancelled
+                    stopped = True
+                    await _stop(process, config.name, stderr_read)
                 nursery.cancel_scope.cancel()
     finally:
         with trio.CancelScope(shield=True):
-            await _stop(process, config.name)
+            if not stopped:
+                await _stop(process, config.name, stderr_read)
             for stream in (read_send, read_receive, write_send, write_receive):
                 stream.close()
 
@@ -153,27 +164,38 @@ async def _write_stdin(process: ContainedProcess, source: Any) -> None:
                 return  # the server is gone; its stdout's end tells the session
 
 
-async def _log_stderr(process: ContainedProcess, name: str) -> None:
+async def _log_stderr(process: ContainedProcess, name: str, heard: Heard | None, done: trio.Event) -> None:
     stderr = process.errors
     assert stderr is not None
+
+    def tell(line: bytes) -> None:
+        text = line[:MAX_STDERR_LINE].decode(errors="replace")
+        log.debug("mcp server stderr", server=name, line=text)
+        if heard is not None and text.strip():
+            heard(text)
+
     pending = b""
-    while True:
-        try:
-            chunk = await stderr.receive_some(65536)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return
-        if not chunk:
-            break
-        *lines, pending = (pending + chunk).split(b"\n")
-        pending = pending[-MAX_STDERR_LINE:]
-        for line in lines:
-            log.debug("mcp server stderr", server=name, line=line[:MAX_STDERR_LINE].decode(errors="replace"))
-    if pending:
-        log.debug("mcp server stderr", server=name, line=pending.decode(errors="replace"))
+    try:
+        while True:
+            try:
+                chunk = await stderr.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if not chunk:
+                break
+            *lines, pending = (pending + chunk).split(b"\n")
+            pending = pending[-MAX_STDERR_LINE:]
+            for line in lines:
+                tell(line)
+        if pending:
+            tell(pending)
+    finally:
+        done.set()
 
 
-async def _stop(process: ContainedProcess, name: str) -> None:
-    """Close stdin, give the server a moment to exit by itself, then kill what is left."""
+async def _stop(process: ContainedProcess, name: str, stderr_read: trio.Event) -> None:
+    """Close stdin, give the server a moment to exit by itself (and its stderr to be read to
+    the end), then kill what is left."""
     stdin = process.stdin
     if stdin is not None:
         try:
@@ -182,6 +204,8 @@ async def _stop(process: ContainedProcess, name: str) -> None:
             pass
     with trio.move_on_after(EXIT_GRACE_S):
         await process.wait()
+        with trio.move_on_after(STDERR_GRACE_S):
+            await stderr_read.wait()
     code = await process.release()
     log.debug("mcp server stopped", server=name, pid=process.pid, exit_code=code)
 

@@ -22,7 +22,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
     root = tmp_path_factory.mktemp("mcp-cli")
     state = root / "state"
     state.mkdir(mode=0o700)
-    (state / "config.toml").write_text(demo_config() + '\n[mcp_servers.off]\ncommand = "/nonexistent/server"\nenabled = false\n')
+    # (a start within a minute: the machine may be busy; the state asserted is "ready")
+    (state / "config.toml").write_text(demo_config(startup_timeout_sec=60) + '\n[mcp_servers.off]\ncommand = "/nonexistent/server"\nenabled = false\n')
     daemon = Serve(state, env=clean_env(root, ECHS_LOG_LEVEL="debug", ECHS_LOG_FORMAT="json"))
     yield daemon
     try:

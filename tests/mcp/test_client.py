@@ -141,9 +141,11 @@ async def test_a_server_that_writes_garbage_is_still_answered(mcp_daemon: Any, m
 async def test_servers_that_cannot_start_cost_a_turn_their_startup_timeout_at_most(tmp_path: Path, mock_upstream: Any, nursery: trio.Nursery, workdir: Path) -> None:
     import sys
 
+    quits = "import sys; sys.stderr.write('warming up\\\\ncannot reach the registry: network unreachable\\\\n'); sys.exit(1)"
     config = (
         '[mcp_servers.missing]\ncommand = "/nonexistent/server"\n\n'
-        f'[mcp_servers.mute]\ncommand = "{sys.executable}"\nargs = ["-c", "import time; time.sleep(600)"]\nstartup_timeout_sec = 1\n'
+        f'[mcp_servers.mute]\ncommand = "{sys.executable}"\nargs = ["-c", "import time; time.sleep(600)"]\nstartup_timeout_sec = 1\n\n'
+        f'[mcp_servers.quits]\ncommand = "{sys.executable}"\nargs = ["-c", "{quits}"]\n'
     )
     async with daemon_with(tmp_path, config, mock_upstream.base_url, nursery) as daemon:
         tid = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
@@ -154,8 +156,12 @@ async def test_servers_that_cannot_start_cost_a_turn_their_startup_timeout_at_mo
         (refused,) = watch.of_type("tool.completed")
         assert refused.data["ok"] is False and "unknown tool 'mcp__mute__anything'" in refused.data["output"]
         status = {server["name"]: server for server in daemon.mcp.status()}
-        assert status["missing"]["state"] == "backoff" and "cannot start '/nonexistent/server'" in status["missing"]["last_error"]
+        assert status["missing"]["state"] != "ready" and status["missing"]["last_error"].startswith("cannot start '/nonexistent/server'")
+        assert "No such file or directory" in status["missing"]["last_error"] and "sandbox" not in status["missing"]["last_error"]
         assert status["mute"]["last_error"] == "it did not start within 1 s (startup_timeout_sec)"
+        why = status["quits"]["last_error"]  # what it said last, and what it may not do
+        assert "its last words on stderr: 'cannot reach the registry: network unreachable'" in why
+        assert "it runs in the sandbox workspace-write, network off (see sandbox and network in its table)" in why
 
 
 async def test_a_server_that_hangs_is_cut_at_its_tool_timeout(mcp_daemon: Any, mock_upstream: Any, workdir: Path) -> None:
