@@ -11,6 +11,7 @@ class EchsError(Exception):
     """Base class: ``code`` is the snake_case wire error code."""
 
     code = "internal"
+    retry_after_s: float | None = None  # a hint: the same request may well succeed after this long
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

@@ -95,7 +95,9 @@ class Forwarder:
         if "error" in answer:
             error = answer["error"]
             cls = _error_classes().get(error.get("code"), Internal)
-            raise cls(str(error.get("message", "")))
+            refusal = cls(str(error.get("message", "")))
+            refusal.retry_after_s = error.get("retry_after_s")  # the target's hint, passed on
+            raise refusal
         return answer.get("result")
 
     def on_answer(self, payload: str) -> None:
@@ -180,7 +182,7 @@ class Forwarder:
         try:
             answer: dict[str, Any] = {"result": await self._handler(from_forward(op, params))}
         except EchsError as exc:
-            answer = {"error": {"code": exc.code, "message": exc.message}}
+            answer = {"error": {"code": exc.code, "message": exc.message, "retry_after_s": exc.retry_after_s}}
         except Exception as exc:  # never take the node down for one request
             log.exception("cluster_request_failed", op=op, thread_id=thread_id)
             answer = {"error": {"code": Internal.code, "message": f"{op} failed on node {self.node_id}: {exc!r}"}}

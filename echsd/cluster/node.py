@@ -222,7 +222,9 @@ class ClusterNode:
             raise NotFound(f"no thread {thread_id}")
         node = owner[0] or ""
         if node == self.node_id:
-            raise Unavailable(f"thread {thread_id} is being taken over by this node ({node}); try again in a moment")
+            taking_over = Unavailable(f"thread {thread_id} is being taken over by this node ({node}); try again in a moment")
+            taking_over.retry_after_s = 1.0
+            raise taking_over
         return node
 
     async def forward(self, node: str, op: Op, *, check_node: bool = False) -> Any:

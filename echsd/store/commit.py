@@ -112,7 +112,7 @@ class BatchCommitter:
             first_failure = now if first_failure is None else first_failure
             if now - first_failure >= self.retry_budget_s:
                 log.error("store_write_gave_up", units=len(remaining), error=repr(error))
-                failure = StoreUnavailable(f"store write failed after {self.retry_budget_s:.0f}s of retries: {error}")
+                failure = StoreUnavailable(f"store write failed after {self.retry_budget_s:.0f}s of retries (the database is out of reach): {error}")
                 failure.__cause__ = error
                 finish(remaining, [failure] * len(remaining), 0)
                 return

@@ -26,6 +26,7 @@ class StoreUnavailable(StoreError):
     written, and the same request should work once it is back."""
 
     code = Unavailable.code
+    retry_after_s = 2.0
 
 
 class StoreConflict(StoreError):

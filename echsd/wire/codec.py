@@ -170,8 +170,11 @@ def encode_result(request_id: int, result: Any) -> bytes:
     return packb({"id": request_id, "ok": True, "result": result})
 
 
-def encode_error(request_id: int | None, code: str, message: str) -> bytes:
-    return packb({"id": request_id, "ok": False, "error": {"code": code, "message": message}})
+def encode_error(request_id: int | None, code: str, message: str, retry_after_s: float | None = None) -> bytes:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if retry_after_s is not None:
+        error["retry_after_s"] = retry_after_s
+    return packb({"id": request_id, "ok": False, "error": error})
 
 
 def _array_header(count: int) -> bytes:
@@ -195,7 +198,8 @@ def response_result(response: dict[str, Any]) -> Any:
     if response.get("ok"):
         return response.get("result")
     error = response.get("error") or {}
-    raise WireError(str(error.get("code", "internal")), str(error.get("message", "")))
+    retry = error.get("retry_after_s")
+    raise WireError(str(error.get("code", "internal")), str(error.get("message", "")), float(retry) if isinstance(retry, (int, float)) else None)
 
 
 def split_frame(message: bytes | str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

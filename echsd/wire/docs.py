@@ -62,7 +62,9 @@ is refused with `too_large` (`thread.history` and `thread.list` can be read in p
 - Request: `{"id": <int>, "op": "<name>", "params": {...}}` (`params` may be omitted
   when empty; other top-level keys are refused).
 - Response: `{"id": <int>, "ok": true, "result": ...}` or
-  `{"id": <int>, "ok": false, "error": {"code": "<snake_case>", "message": "<text>"}}`.
+  `{"id": <int>, "ok": false, "error": {"code": "<snake_case>", "message": "<text>"}}`;
+  an error that is likely to pass (`unavailable` while the database is out of reach) also
+  has `"retry_after_s": <seconds>`, a hint for when to ask again.
 - Frame-level errors (text frame, undecodable bytes, not a map, `id` not an integer) are
   answered with `"id": null` and code `bad_request`; the connection stays open.
 - Params are checked before anything happens: an unknown param, a missing required one,

@@ -8,10 +8,11 @@ class WireError(Exception):
     or one of the client's own: ``unavailable`` (cannot reach the daemon),
     ``connection_lost``, ``handshake_refused``."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+        self.retry_after_s = retry_after_s  # the daemon's hint: the same request may succeed after this long
 
 
 class ConnectionLost(WireError):

@@ -247,8 +247,8 @@ class Session:
         self.outbox.push_response(data)
         self._wake_writer()
 
-    def _error(self, request_id: int | None, code: str, message: str) -> None:
-        self.outbox.push_response(codec.encode_error(request_id, code, message))
+    def _error(self, request_id: int | None, code: str, message: str, retry_after_s: float | None = None) -> None:
+        self.outbox.push_response(codec.encode_error(request_id, code, message, retry_after_s))
         self._wake_writer()
 
     # -- requests -------------------------------------------------------------------------------
@@ -343,7 +343,7 @@ class Session:
         try:
             result = await self._run(op)
         except EchsError as exc:
-            self._error(request_id, exc.code, exc.message)
+            self._error(request_id, exc.code, exc.message, exc.retry_after_s)
         except Exception as exc:
             self._log.exception("request failed", op=spec.op_name)
             self._error(request_id, "internal", f"internal error ({type(exc).__name__}); see the daemon log")

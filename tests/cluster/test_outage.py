@@ -20,7 +20,7 @@ import pytest
 import trio
 
 from echsd.wire.client import WireError
-from tests.cli.helpers import client_for
+from tests.cli.helpers import client_for, echs
 from tests.cluster.conftest import LEASE_S, Nodes
 from tests.cluster.test_failover import Follower, seqs_are_contiguous
 from tests.helpers import mock_directive
@@ -43,11 +43,14 @@ def own_pg() -> Iterator[TempCluster]:
 
 
 async def _answer(client: Any, op: str, params: dict[str, Any]) -> tuple[str, Any]:
-    """("ok", result) or (error code, message): what the node answered."""
+    """("ok", result) or (error code, message): what the node answered; an answer that
+    the database is out of reach must say when to ask again."""
     try:
         with trio.fail_after(WAIT_S):
             return "ok", await client.request(op, params)
     except WireError as exc:
+        if "out of reach" in exc.message:
+            assert exc.code == "unavailable" and exc.retry_after_s is not None and exc.retry_after_s > 0, exc
         return exc.code, exc.message
 
 
@@ -84,6 +87,7 @@ async def test_nodes_outlive_a_database_outage_and_lose_nothing(tmp_path: Path, 
                 down_at = time.monotonic()
                 answers: dict[str, set[str]] = {}
                 stores: list[dict[str, Any]] = []
+                hinted = 0  # answers that the database is out of reach (each with when to ask again)
                 while time.monotonic() - down_at < OUTAGE_S:
                     for name, client in (("a", on_a), ("b", on_b)):
                         code, status = await _answer(client, "status", {})
@@ -94,9 +98,12 @@ async def test_nodes_outlive_a_database_outage_and_lose_nothing(tmp_path: Path, 
                             ("thread.events", {"thread_id": quiet, "since": 0}),
                             ("thread.send", {"thread_id": quiet, "text": "during the outage"}),
                         ):
-                            code, _ = await _answer(client, op, params)
+                            code, message = await _answer(client, op, params)
                             answers.setdefault(op, set()).add(code)
+                            hinted += code == "unavailable" and "out of reach" in message
                     await trio.sleep(0.25)
+                shown = await trio.to_thread.run_sync(lambda: echs(a.state_dir, "status"))  # what a user sees meanwhile
+                assert shown.returncode == 0 and "out of reach" in shown.stdout, shown
                 assert a.process is not None and a.process.poll() is None, "".join(a.lines[-30:])
                 assert b.process is not None and b.process.poll() is None, "".join(b.lines[-30:])
                 await trio.to_thread.run_sync(own_pg.bring_back)
@@ -105,7 +112,7 @@ async def test_nodes_outlive_a_database_outage_and_lose_nothing(tmp_path: Path, 
                     assert codes <= {"ok", "unavailable"}, (op, codes)  # never internal
                 assert stores[-1].get("reachable") is False, stores[-1]
                 assert "out of reach" in stores[-1]["error"]
-                assert "unavailable" in answers["thread.send"]
+                assert "unavailable" in answers["thread.send"] and hinted
 
                 # The database is back: the turn cut by the outage is closed, the queued input runs.
                 await watch.wait_for(lambda e: e["event"] == "turn.interrupted", timeout=WAIT_S)
