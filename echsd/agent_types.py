@@ -13,6 +13,10 @@ parent. The shipped types can be changed, and new ones added, in ``config.toml``
     description = "reads a change and lists its problems"
     model = "gpt-5.5"
     instructions = "Review the change you are given. ..."
+
+    [agent_types.builder]
+    description = "builds a feature on a branch of its own"
+    isolation = "worktree"   # each child in a git worktree (see spawn_agent's isolation)
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class AgentType:
     mcp_servers: tuple[str, ...] | None = None  # None: the parent's MCP servers (never more than those)
     sandbox: str | None = None  # None: the parent's (never looser than the parent's)
     network: str | None = None  # None: the parent's (never on where the parent's is off)
+    isolation: str | None = None  # "worktree": each such child works in a git worktree of its own
 
     def policy(self) -> dict[str, str]:
         """The sandbox keys this type sets."""
@@ -54,8 +59,9 @@ SHIPPED: dict[str, AgentType] = {
 }
 
 
-FIELDS = ("description", "model", "reasoning", "instructions", "tools", "mcp_servers", "sandbox", "network")  # of an [agent_types.NAME] table
-CHOICES = {"sandbox": MODES, "network": NETWORK}
+FIELDS = ("description", "model", "reasoning", "instructions", "tools", "mcp_servers", "sandbox", "network", "isolation")  # of an [agent_types.NAME] table
+ISOLATIONS = ("none", "worktree")
+CHOICES = {"sandbox": MODES, "network": NETWORK, "isolation": ISOLATIONS}
 
 
 class AgentTypeError(ValueError):
@@ -81,7 +87,9 @@ def load_agent_types(table: Any, where: str) -> dict[str, AgentType]:
                 values[key] = value
             elif key in CHOICES:
                 if value not in CHOICES[key]:
-                    raise AgentTypeError(f"invalid setting 'agent_types.{name}.{key}' in {where}: expected one of {', '.join(CHOICES[key])}")
+                    raise AgentTypeError(
+                        f"invalid setting 'agent_types.{name}.{key}' in {where}: expected one of {', '.join(CHOICES[key])} (got {value!r})"
+                    )
                 values[key] = value
             elif key in ("tools", "mcp_servers"):
                 if not isinstance(value, list) or not all(isinstance(item, str) for item in value):

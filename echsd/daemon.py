@@ -49,6 +49,7 @@ from echsd.web.door import HttpListener, WebDoor
 from echsd.web.guard import allowed_hosts
 from echsd.web.sessions import WebSessions
 from echsd.threads.supervisor import Supervisor
+from echsd.threads.workspaces import Workspaces
 from echsd.tools.base import Tool
 from echsd.tools.process import become_subreaper, kill_all_groups, use_group_registry, use_sandbox
 from echsd.tools.sandbox.runtime import SandboxRuntime
@@ -173,6 +174,7 @@ class Daemon:
                 lease = Lease()  # this node's (several daemons over PostgreSQL); the cluster node changes it
                 cluster = self.cluster = await self._join_cluster(store, board, lease)
                 router = self.router = ThreadRouter(store.node_id, cluster)
+                workspaces = Workspaces(settings.worktree_root, diff_bytes=tuning.turn_diff_bytes, snapshots=tuning.turn_snapshots)
                 supervisor = self.supervisor = Supervisor(
                     store,
                     client,
@@ -182,6 +184,7 @@ class Daemon:
                     blackboard=board,
                     ops=router,
                     lease=lease,
+                    workspaces=workspaces,
                     agent_types=agent_types,
                     mcp=mcp,
                     sandbox_rules=SandboxRules(

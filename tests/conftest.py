@@ -97,3 +97,25 @@ def _drop_idle_databases(request: pytest.FixtureRequest) -> Iterator[None]:
     cluster: TempCluster = request.getfixturevalue("pg_cluster")
     yield
     cluster.drop_idle_databases()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_git_leftovers() -> Iterator[None]:
+    """After the suite, the repository the tests run in holds no worktree, branch or
+    snapshot ref a test daemon made: threads created without a cwd work in the daemon's
+    cwd (this repository), and their turns' snapshots (``refs/echsd/...``) are pruned here,
+    as deleting the threads would have; a worktree or an ``echs/`` branch left behind fails
+    the suite. Other test runs may share this repository: only what appeared during this
+    session counts."""
+    from tests.workspace.gitrepo import project_git_state, prune_new_snapshot_refs
+
+    before = project_git_state()
+    yield
+    if before is None:
+        return
+    after = project_git_state()
+    assert after is not None
+    prune_new_snapshot_refs(before)
+    leftovers = [path for path in after.worktrees if path not in before.worktrees and "pytest-of-" in path]
+    branches = sorted(set(after.branches) - set(before.branches))
+    assert not leftovers and not branches, f"the test daemons left git worktrees {leftovers} and branches {branches} in {after.top}"

@@ -63,6 +63,23 @@ class ThreadCompacted(EventData):
     items_before: int = doc("int")
     items_after: int = doc("int")
     reason: Any = doc("manual | auto | context_length_exceeded")
+    turns_folded: Any = doc("optional int: turns whose items are now only in the summary (undo and fork cannot reach them)")
+
+
+@event("thread.undone")
+class ThreadUndone(EventData):
+    """Turns were undone (`thread.undo`): their files put back as they were, their items
+    left the history."""
+
+    turns: list[Any] = doc("the turns' numbers")
+    turn_ids: list[Any] = doc("their ids")
+    restored: list[Any] = doc("paths (relative to the cwd) written back as they were")
+    removed: list[Any] = doc("paths the turns had created, deleted")
+    kept: list[Any] = doc("paths changed by someone else since, left as they are (without force)")
+    items_removed: int = doc("int: history items that went")
+    note: Any = doc("optional: why no file was touched (no git repository, no snapshot)")
+    commit: Any = doc("optional: a worktree thread's commit of the undo on its branch")
+    commit_error: Any = doc("optional: why that commit could not be made")
 
 
 @event("subagent.spawned")
@@ -72,6 +89,7 @@ class SubagentSpawned(EventData):
     agent_id: Any = doc("the child's thread id")
     agent_type: str = doc("str")
     config: Any = doc("the child's config")
+    worktree: Any = doc("{path, branch} of the child's own git worktree, or null")
 
 
 @event("subagent.completed")
@@ -82,6 +100,8 @@ class SubagentCompleted(EventData):
     turn_id: str | None = doc("str or null")
     status: Any = doc("completed | interrupted | error | killed")
     final_message: str = doc("str")
+    branch: Any = doc("the child's branch (a child in a worktree), or null")
+    diff_stat: Any = doc("{files, insertions, deletions}: what its branch changed (a worktree child), else what the turn changed; null: nothing known")
 
 
 @event("run.finished")

@@ -13,6 +13,25 @@ class TurnStarted(EventData):
 
     turn_id: str = doc("str")
     input_ids: list[Any] = doc("inputs that started it")
+    turn: int = doc("its number in the thread: 1, 2, ... (an undo frees the numbers of the turns it took back)")
+
+
+@event("turn.diff")
+class TurnDiff(EventData):
+    """What the turn changed in the thread's cwd (a git repository's work tree), logged
+    before its terminal event; none when it changed nothing. Measured from snapshots taken
+    at the turn's start and end (commits on `refs/echsd/<thread>/<turn>/start|end`; the
+    user's branch, index and stash untouched)."""
+
+    turn_id: str = doc("str")
+    turn: int = doc("its number")
+    paths: list[Any] = doc("changed paths, relative to the cwd")
+    diff: str = doc("the unified diff (`git diff`), cut at `[tuning] turn_diff_bytes` with a marker line")
+    truncated: bool = doc("bool: the diff was cut")
+    stat: Any = doc("{files, insertions, deletions}")
+    branch: Any = doc("optional: a worktree thread's branch, where the turn's changes were committed")
+    commit: Any = doc("optional: that commit (null: nothing to commit)")
+    commit_error: Any = doc("optional: why the changes could not be committed (a hook refused, say)")
 
 
 @event("turn.delta", streamed=True)

@@ -29,14 +29,16 @@ class Retire(Op):
     retired: bool = arg(True)
 
 
-@op("node.dispose", Where.NODE, wire=False, result="`{}`")
+@op("node.dispose", Where.NODE, wire=False, result="`{}`", version=2)
 class Dispose(Op):
     """Deleted threads' records and workers go, on the node that ran them (named before the
-    deletion: their rows, owner included, are gone)."""
+    deletion: their rows, owner included, are gone), and with them their worktrees and
+    snapshot refs."""
 
     node: str = arg()
     thread_ids: list[str] = arg()
     root: str = arg()  # the thread whose deletion was asked
+    keep_worktrees: bool = arg(False)
 
 
 @op("thread.forget_child", Where.OWNER, wire=False)
@@ -56,15 +58,16 @@ class ChildFinished(Op):
     data: dict[str, Any] = arg()  # agent_id, turn_id, status, final_message
 
 
-@op("thread.adopt_child", Where.OWNER, wire=False, result="the child's thread object")
+@op("thread.adopt_child", Where.OWNER, wire=False, result="the child's thread object", version=2)
 class AdoptChild(Op):
     """Create a child through its parent's worker (which refuses it while being killed or deleted)."""
 
     thread_id: str = arg()  # the parent
     config: dict[str, Any] = arg()  # thread.create's config params
-    extra: dict[str, Any] | None = arg()  # e.g. the agent type of a spawn_agent child
+    extra: dict[str, Any] | None = arg()  # e.g. the agent type of a spawn_agent child, its worktree
     placed: list[Any] | None = arg()  # [node, lease epoch]: run by that node from its creation
     loosen_policy: bool | None = arg()  # the caller asked for a policy looser than the parent's
+    child_id: str | None = arg()  # the child's id, chosen already (its worktree was made for it)
 
 
 @op("node.take", Where.NODE, wire=False, result="`{}`")
@@ -87,3 +90,13 @@ class Shutdown(Op):
     """The daemon stops: interrupt the running turn (reason ``shutdown``) and end the worker."""
 
     thread_id: str = arg()
+
+
+@op("thread.fork_source", Where.OWNER, wire=False, result="`{config, items, turn_ids, turn, turn_id, compacted_turns, snapshot}`")
+class ForkSource(Op):
+    """What a fork of this thread starts from: its config and history up to a turn, and the
+    snapshot taken when that turn ended (None outside a git repository)."""
+
+    thread_id: str = arg()
+    at_turn: int | None = arg()
+    turn_id: str | None = arg()

@@ -51,6 +51,14 @@ class Create(Op):
         "(added) with `parent`: allow `writes`, `approval`, `sandbox`, `network` or `writable_roots` looser than the parent's (else refused; keys not given are the parent's)",
     )
     node: str | None = param(NAME, "(added) the node to run the thread on (several daemons over PostgreSQL); default: the one connected to")
+    worktree: bool | None = param(
+        BOOL,
+        "(added) work in a git worktree of its own, on a new branch `echs/<id prefix>`, made from `base`; the cwd is "
+        "the same subdirectory in it. Outside a git repository the thread works in `cwd` itself (the answer's `note` says so)",
+    )
+    base: str | None = param(
+        NAME, "(added) with `worktree`: the git ref to start from (default: the cwd's current state, uncommitted changes included)"
+    )
 
     def route(self) -> Route:
         return OwnerOf(self.parent) if self.parent is not None else AtNode(self.node)
@@ -270,12 +278,14 @@ class Tree(Op):
     example={"thread_id": ex.TID},
     example_result={"deleted": [ex.TID, ex.CHILD]},
     notes="Refused with `invalid_state` while the thread or a descendant runs (interrupt or kill it first). "
-    "Their event streams end; their ids are not_found from then on.",
+    "Their event streams end; their ids are not_found from then on. Their snapshot refs (`refs/echsd/<id>/...`) go, "
+    "and their worktrees are removed (their branches stay) unless `keep_worktree`.",
 )
 class Delete(Op):
     """Deletes a thread with its descendants, history and events."""
 
     thread_id: str = param(THREAD_ID, THE_THREAD, required=True)
+    keep_worktree: bool | None = param(BOOL, "(added) keep the threads' git worktrees on disk (default: removed; their branches always stay)")
 
 
 def _values(value: Op) -> dict[str, Any]:

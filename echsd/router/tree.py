@@ -13,7 +13,8 @@ from typing import Any
 
 import trio
 
-from echsd.errors import EchsError, InvalidState, NotFound
+from echsd.errors import BadRequest, EchsError, InvalidState, NotFound
+from echsd.ids import new_thread_id
 from echsd.logs import get_logger
 from echsd.ops.internal import AdoptChild, Dispose, ForgetChild, KillOne, Retire, Take
 from echsd.ops.threads import Create, Delete, Get, Kill
@@ -27,19 +28,39 @@ log = get_logger(__name__)
 @answers(Create)
 async def create(node: LocalNode, op: Create) -> dict[str, Any]:
     """A child through its parent's worker (routed here: this node runs the parent), placed on
-    ``node`` if given; a root on this node (routed here: ``node`` is this one)."""
+    ``node`` if given; a root on this node (routed here: ``node`` is this one). With
+    ``worktree``, its worktree is made first (outside any worker: git takes its time)."""
     config = dict(op.config or {})
-    if op.parent is None:
-        return await node.supervisor.create_root(node.supervisor.build_config(config))
-    node.supervisor.record(op.parent)  # the parent is here (not_found otherwise)
-    placed = await node.placement(op.node)  # outside the parent's worker: it never waits on another node
-    child: dict[str, Any] = await node.router.run(
-        AdoptChild(thread_id=op.parent, config=config, placed=list(placed) if placed else None, loosen_policy=op.loosen_policy)
-    )
-    if placed is not None:
-        node.supervisor.release(child["thread_id"])
-        await node.router.run(Take(node=placed[0], thread_ids=[child["thread_id"]]))
-    return child
+    if op.parent is not None:
+        node.supervisor.record(op.parent)  # the parent is here (not_found otherwise)
+    built = node.supervisor.build_config(config)  # a bad config is refused before any git work
+    thread_id, prepared = None, None
+    if op.worktree:
+        thread_id = new_thread_id()
+        prepared = await node.supervisor.workspaces.prepare(thread_id, built.cwd, base=op.base)
+        config["cwd"] = prepared.cwd
+    elif op.base is not None:
+        raise BadRequest("base is the ref a worktree starts from: give worktree too")
+    extra = {"worktree": prepared.worktree} if prepared is not None and prepared.worktree is not None else None
+    try:
+        if op.parent is None:
+            created = await node.supervisor.create_root(node.supervisor.build_config(config), extra, thread_id)
+        else:
+            placed = await node.placement(op.node)  # outside the parent's worker: it never waits on another node
+            created = await node.router.run(
+                AdoptChild(thread_id=op.parent, config=config, extra=extra, placed=list(placed) if placed else None, child_id=thread_id, loosen_policy=op.loosen_policy)
+            )
+            if placed is not None:
+                node.supervisor.release(created["thread_id"])
+                await node.router.run(Take(node=placed[0], thread_ids=[created["thread_id"]]))
+    except BaseException:
+        if prepared is not None and thread_id is not None:
+            with trio.CancelScope(shield=True):
+                await node.supervisor.workspaces.discard(thread_id, prepared.worktree)
+        raise
+    if prepared is not None and prepared.note:
+        created = {**created, "note": prepared.note}
+    return created
 
 
 @answers(Take)
@@ -112,7 +133,7 @@ async def delete(node: LocalNode, op: Delete) -> dict[str, Any]:
         by_node.setdefault(owner, []).append(thread_id)
     for owner, thread_ids in by_node.items():
         try:
-            await node.router.run(Dispose(node=owner, thread_ids=thread_ids, root=op.thread_id))
+            await node.router.run(Dispose(node=owner, thread_ids=thread_ids, root=op.thread_id, keep_worktrees=bool(op.keep_worktree)))
         except EchsError as exc:  # their rows are gone: that node drops them when it next looks
             log.warning("cannot tell a node its threads were deleted", node=owner, error=exc.message)
     if top["parent"] is not None:
@@ -125,5 +146,5 @@ async def delete(node: LocalNode, op: Delete) -> dict[str, Any]:
 
 @answers(Dispose)
 async def dispose(node: LocalNode, op: Dispose) -> dict[str, Any]:
-    await node.supervisor.dispose(list(op.thread_ids), op.root)
+    await node.supervisor.dispose(list(op.thread_ids), op.root, op.keep_worktrees)
     return {}

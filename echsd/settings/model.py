@@ -53,6 +53,12 @@ class Settings:
     sandbox_disable: tuple[str, ...] = ()  # mechanisms not to use (landlock, userns, seccomp)
     approval: ApprovalSettings = field(default_factory=ApprovalSettings)  # [approval]: rules, on_timeout
     hooks: HooksConfig = field(default_factory=HooksConfig, repr=False)  # [hooks]: programs and URLs told of events
+    worktree_root_setting: Path | None = None  # worktree_root: where threads' git worktrees go
+
+    @property
+    def worktree_root(self) -> Path:
+        """Where threads' worktrees are made (``worktree_root``, default ``<state>/worktrees``)."""
+        return self.worktree_root_setting or self.state_dir / "worktrees"
 
     @property
     def db_path(self) -> Path:

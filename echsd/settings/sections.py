@@ -73,6 +73,15 @@ def tools_from(table: Any, path: Path) -> Any:
         raise SettingsError(str(exc)) from None
 
 
+def worktree_root_from(value: Any, path: Path) -> Path | None:
+    """``worktree_root``: the directory threads' git worktrees are made in (absolute, ``~`` allowed)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or not Path(value).expanduser().is_absolute():
+        raise SettingsError(f"invalid setting 'worktree_root' in {path}: expected an absolute path (got {value!r})")
+    return Path(value).expanduser()
+
+
 SECTIONS: tuple[Section, ...] = (
     Section("tuning", "tuning", tuning_from),
     Section("models", "catalog", catalog_from),
@@ -86,6 +95,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("sandbox_disable", "sandbox_disable", disable_from),
     Section("approval", "approval", approval_settings_from),
     Section("hooks", "hooks", hooks_from),
+    Section("worktree_root", "worktree_root_setting", worktree_root_from),
 )
 
 

@@ -58,6 +58,8 @@ class Tuning:
     web_login_code_s: float = _knob(120.0, 1.0, 3600.0)  # an `echs web` login code works once, within this
     web_session_s: float = _knob(12 * 3600.0, 60.0, 30 * DAY_S)  # a web view session lasts at most this
     web_idle_s: float = _knob(2 * 3600.0, 60.0, 30 * DAY_S)  # ... and ends after this long unused
+    turn_snapshots: bool = True  # snapshot a git cwd at each turn's start and end (turn.diff, undo)
+    turn_diff_bytes: int = _knob(256 * 1024, 4096, 64 * MIB)  # of a turn.diff's unified diff; more is cut, with a marker
 
 
 def tuning_from(table: Any, path: Path) -> Tuning:

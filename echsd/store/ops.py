@@ -95,9 +95,11 @@ def append_items(
     return insert_items
 
 
-def replace_items(thread_id: str, items: list[dict[str, Any]]) -> Statement:
-    """Compaction: the history becomes ``items`` at positions 0..n-1."""
-    rows = [(thread_id, i, dumps_text(item), None) for i, item in enumerate(items)]
+def replace_items(thread_id: str, items: list[dict[str, Any]], turn_ids: list[str | None] | None = None) -> Statement:
+    """Compaction (or a pruned or cut history): the history becomes ``items`` at positions
+    0..n-1, each with the turn it belongs to (``turn_ids``, parallel; None: no turn)."""
+    turns = turn_ids if turn_ids is not None else [None] * len(items)
+    rows = [(thread_id, i, dumps_text(item), turn) for i, (item, turn) in enumerate(zip(items, turns, strict=True))]
 
     def replace(conn: Conn) -> None:
         conn.execute("DELETE FROM items WHERE thread_id = ?", (thread_id,))

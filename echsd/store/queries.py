@@ -69,6 +69,16 @@ def load_items(conn: Conn, thread_id: str) -> list[dict[str, Any]]:
     return [loads(r[0]) for r in rows]
 
 
+def load_history(conn: Conn, thread_id: str) -> tuple[list[dict[str, Any]], list[str | None]]:
+    """The thread's history in order, and the turn each item belongs to (None: none)."""
+    items: list[dict[str, Any]] = []
+    turns: list[str | None] = []
+    for item, turn_id in conn.execute("SELECT item, turn_id FROM items WHERE thread_id = ? ORDER BY pos", (thread_id,)):
+        items.append(loads(item))
+        turns.append(turn_id)
+    return items, turns
+
+
 def count_items(conn: Conn, thread_id: str) -> int:
     """Number of history items, which is also the next position to append at."""
     row = conn.execute("SELECT count(*) FROM items WHERE thread_id = ?", (thread_id,)).fetchone()
@@ -103,9 +113,12 @@ def load_inputs(
     return [input_from_row(r) for r in rows]
 
 
-def load_for_recovery(conn: Conn, thread_id: str) -> tuple[list[dict[str, Any]], list[InputRow], ThreadRow | None]:
-    """What a worker starts from: the history, the inputs still waiting, the stored row."""
-    return load_items(conn, thread_id), load_inputs(conn, thread_id, statuses=("queued", "steering")), get_thread(conn, thread_id)
+def load_for_recovery(
+    conn: Conn, thread_id: str
+) -> tuple[tuple[list[dict[str, Any]], list[str | None]], list[InputRow], ThreadRow | None]:
+    """What a worker starts from: the history (with its items' turns), the inputs still
+    waiting, the stored row."""
+    return load_history(conn, thread_id), load_inputs(conn, thread_id, statuses=("queued", "steering")), get_thread(conn, thread_id)
 
 
 def find_input(conn: Conn, thread_id: str, client_msg_id: str) -> InputRow | None:
@@ -217,6 +230,16 @@ def read_event_rows(
         merged.append(row)
     merged.extend(pending[g:])
     return merged if limit is None else merged[: max(limit, 0)]
+
+
+def events_of_types(conn: Conn, thread_id: str, types: Sequence[str], *, newest_first: bool = False) -> Iterable[Event]:
+    """The thread's stored events of these types, decoded one at a time as they are read
+    (a caller that stops early reads no further)."""
+    marks = ", ".join("?" for _ in types)
+    order = "DESC" if newest_first else "ASC"
+    cursor = conn.execute(f"SELECT {EVENT_COLUMNS} FROM events WHERE thread_id = ? AND type IN ({marks}) ORDER BY seq {order}", (thread_id, *types))
+    for row in cursor:
+        yield event_from_row(row)
 
 
 def _limit(limit: int | None, args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:

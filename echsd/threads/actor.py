@@ -42,6 +42,7 @@ from echsd.threads.record import ThreadRecord
 from echsd.threads.services import ActorServices
 from echsd.threads.turn import run_turn
 from echsd.threads.turnhost import ActorTurnHost
+from echsd.threads.turnwork import TurnMark, TurnWork
 from echsd.tools.capabilities import ThreadCapabilities
 from echsd.tools.registry import ToolRegistry
 from echsd.tools.sessions import ExecSessionManager
@@ -49,6 +50,7 @@ from echsd.tools.sessions import ExecSessionManager
 log = get_logger(__name__)
 
 FOLD_EVERY_DELTAS = 1000  # check retention at a turn's end once this many deltas were logged
+TURN_END_GIT_S = 60.0  # a turn's end snapshot, diff and commit, at most (a turn being ended waits for it)
 
 
 class ThreadActor(ActorOps):
@@ -59,6 +61,7 @@ class ThreadActor(ActorOps):
         self.providers = RemoteProviders(record.thread_id, self.tools, services.remote_calls)
         self.sessions = ExecSessionManager(record.thread_id, events=_SessionLog(self))
         record.activity.processes = self.sessions
+        self.turnwork = TurnWork(record.thread_id, services.workspaces)
         agents = ThreadAgents(
             record.thread_id,
             services.tree,
@@ -70,6 +73,7 @@ class ThreadActor(ActorOps):
             services.catalog,
             services.subagent_slots,
             services.ops,
+            services.workspaces,
             record.activity,
         )
         self.caps = ThreadCapabilities(
@@ -135,11 +139,11 @@ class ThreadActor(ActorOps):
         thread_id = self.thread_id
         if crashed is not None:
             await store.writer.flush()  # what the crashed incarnation emitted is on disk first
-        items, inputs, row = await store.read(lambda conn: queries.load_for_recovery(conn, thread_id))
+        (items, turn_ids), inputs, row = await store.read(lambda conn: queries.load_for_recovery(conn, thread_id))
         if crashed is not None and row is not None:  # the store is the truth after a crash
             self.record.core = ThreadCore.from_row(row, children=self.core.children)
         await self.log.ready()
-        effects = self.core.recover(items, inputs, None if crashed is None else f"{type(crashed).__name__}: {crashed}")
+        effects = self.core.recover(items, inputs, None if crashed is None else f"{type(crashed).__name__}: {crashed}", turn_ids)
         if effects.events or effects.statements:
             await self.commit(effects).wait()
         if effects.turn_end is not None:  # the turn a restart or a crash closed: a waiting parent wakes
@@ -231,7 +235,9 @@ class ThreadActor(ActorOps):
         )
         status, error = "error", {"code": "internal", "message": "the turn was cancelled"}
         activity = self.record.activity
+        mark: TurnMark | None = None
         with scope:
+            mark = await self._turn_snapshot(turn)
             if self.core.parent is not None:  # a sub-agent's turn takes one of the daemon's slots
                 slots, tree = self.services.subagent_slots, tree_root(self.services.tree, self.thread_id)
                 if not slots.free_for(tree):
@@ -245,8 +251,12 @@ class ThreadActor(ActorOps):
                 status, error = await run_turn(host)
         activity.turn_ended()
         with trio.CancelScope(shield=True):
+            diff = work = None
+            if mark is not None and turn.end_reason != "shutdown":  # a stopping daemon has no time for git
+                with trio.move_on_after(TURN_END_GIT_S):
+                    diff, work = await self.turnwork.ended(turn.turn_id, turn.number, mark, self.core.extra)
             await self.log.ready()
-            effects = self.core.finish_turn(status, error, partial="".join(host.partial))
+            effects = self.core.finish_turn(status, error, partial="".join(host.partial), diff=diff, work=work)
             self._turn_scope = None
             await self.commit(effects).wait()
             end = effects.turn_end
@@ -258,6 +268,16 @@ class ThreadActor(ActorOps):
         await self._start_next()
         if self.core.stopping:
             self._wake()
+
+    async def _turn_snapshot(self, turn: TurnState) -> TurnMark | None:
+        """The cwd's state as the turn starts (its diff and undo are measured from it)."""
+        mark = await self.turnwork.started(turn.turn_id, self.core.config.cwd)
+        if mark is not None:
+            await self.log.ready()
+            effects = self.core.note_snapshot_repo(mark.repo.common_dir)
+            if effects is not None:
+                self.commit(effects)
+        return mark
 
     async def _release_sessions(self, turn_id: str | None, interrupted: bool, state: str, reason: str | None) -> None:
         """An interrupted turn takes its sessions along; a paused or killed thread, or a

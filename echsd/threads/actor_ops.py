@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from echsd.events import EventData, SubagentCompleted
-from echsd.errors import BadRequest
+from echsd.errors import BadRequest, EchsError, Internal, Unavailable
+from echsd.logs import get_logger
 from echsd.ops.daemon import RegisterTools
-from echsd.ops.internal import AdoptChild, ChildFinished, ForgetChild, KillOne, Retire, Shutdown
-from echsd.ops.threads import Compact, Configure, History, Interrupt, Pause, Resume, Send
+from echsd.ops.internal import AdoptChild, ChildFinished, ForgetChild, ForkSource, KillOne, Retire, Shutdown
+from echsd.ops.threads import Compact, Configure, Get, History, Interrupt, Pause, Resume, Send
+from echsd.ops.workspace import Merge, Undo
 from echsd.paging import page_of
 from echsd.store import queries
 from echsd.threads.config import CHAIN_REFUSED
@@ -39,7 +41,11 @@ if TYPE_CHECKING:
     from echsd.threads.providers import RemoteProviders
     from echsd.threads.record import ThreadRecord
     from echsd.threads.services import ActorServices
+    from echsd.threads.turnwork import TurnWork
+    from echsd.threads.workspacedecisions import UndoPlan
     from echsd.tools.registry import ToolRegistry
+
+log = get_logger(__name__)
 
 LATER = object()  # a handler's result meaning "a background task answers the reply"
 
@@ -50,6 +56,7 @@ class ActorOps:
         services: ActorServices
         tools: ToolRegistry
         providers: RemoteProviders
+        turnwork: TurnWork
         _nursery: trio.Nursery | None
         _compaction_scope: trio.CancelScope | None
 
@@ -69,6 +76,8 @@ class ActorOps:
         async def _emit(self, kind: type[EventData], data: dict[str, Any]) -> None: ...
 
         async def _compact(self, reply: Reply, token: int, items: list[dict[str, Any]], config: ThreadConfig, scope: trio.CancelScope) -> None: ...
+
+        async def _start_next(self) -> None: ...
 
     @handles(Send)
     async def op_send(self, op: Send, reply: Reply) -> dict[str, Any]:
@@ -178,10 +187,16 @@ class ActorOps:
     @handles(AdoptChild)
     async def op_adopt_child(self, op: AdoptChild, reply: Reply) -> dict[str, Any]:
         placed = (str(op.placed[0]), int(op.placed[1])) if op.placed else None
-        return await self.adopt_child(op.config, op.extra, placed, loosen_policy=bool(op.loosen_policy))
+        return await self.adopt_child(op.config, op.extra, placed, op.child_id, loosen_policy=bool(op.loosen_policy))
 
     async def adopt_child(
-        self, config: dict[str, Any], extra: dict[str, Any] | None = None, placed: tuple[str, int] | None = None, *, loosen_policy: bool = False
+        self,
+        config: dict[str, Any],
+        extra: dict[str, Any] | None = None,
+        placed: tuple[str, int] | None = None,
+        child_id: str | None = None,
+        *,
+        loosen_policy: bool = False,
     ) -> dict[str, Any]:
         """Create a child of this thread. From the mailbox (``thread.create {parent}``) or
         from the turn (``spawn_agent``): either way the check that the thread is not being
@@ -195,7 +210,7 @@ class ActorOps:
         await self.log.ready()
         self.core.check_accepts_children()
         tree.check_room_for_child(self.thread_id)
-        record, unit = tree.register_thread(built, self.thread_id, extra, placed)
+        record, unit = tree.register_thread(built, self.thread_id, extra, placed, child_id)
         self.core.add_child(record.thread_id)
         await unit.wait()
         return record.to_object()
@@ -218,3 +233,65 @@ class ActorOps:
         self.services.wake_waiters(str(op.data.get("agent_id")))
         if self.core.alive:
             await self._emit(SubagentCompleted, op.data)
+
+    # ---- the thread's files: undo, merge, a fork's source (git work runs as a child task) ----
+
+    @handles(Undo)
+    async def op_undo(self, op: Undo, reply: Reply) -> object:
+        self.core.begin_workspace("an undo")
+        try:
+            plan = self.core.plan_undo(op.turns, op.turn_id)
+        except BaseException:
+            self.core.end_workspace()
+            raise
+        self._in_background(reply, self._undo(reply, plan, bool(op.force)))
+        return LATER
+
+    async def _undo(self, reply: Reply, plan: UndoPlan, force: bool) -> None:
+        files = await self.turnwork.undo(plan, force, dict(self.core.extra))
+        await self.log.ready()
+        result, effects = self.core.finish_undo(plan, files)
+        await self.commit(effects).wait()
+        reply.set(result)
+
+    @handles(Merge)
+    async def op_merge(self, op: Merge, reply: Reply) -> object:
+        self.core.begin_workspace("a merge")
+        self._in_background(reply, self._merge(reply))
+        return LATER
+
+    async def _merge(self, reply: Reply) -> None:
+        """Into the parent's cwd (wherever the parent runs), or the work tree the thread's
+        worktree was made from."""
+        extra = dict(self.core.extra)
+        worktree = self.core.worktree
+        if self.core.parent is not None:
+            parent = await self.services.ops.run(Get(thread_id=self.core.parent))
+            target, target_worktree = str(parent["config"]["cwd"]), (parent.get("worktree") or {}).get("path")
+        else:
+            target, target_worktree = str((worktree or {}).get("origin") or self.core.config.cwd), None
+        merged = await self.services.workspaces.merge(self.thread_id, extra, target, target_worktree)
+        reply.set({"thread_id": self.thread_id, **merged.to_dict()})
+
+    def _in_background(self, reply: Reply, work: Any) -> None:
+        """Run git work as a child task holding the thread still; its errors answer ``reply``."""
+        assert self._nursery is not None
+
+        async def run() -> None:
+            try:
+                await work
+            except EchsError as exc:
+                reply.fail(exc)
+            except Exception as exc:
+                log.exception("workspace operation failed", thread_id=self.thread_id)
+                reply.fail(Internal(f"{type(exc).__name__}: {exc}"))
+            finally:
+                self.core.end_workspace()
+                reply.fail(Unavailable("the thread's worker stopped before the operation ended"))  # if not answered yet
+            await self._start_next()
+
+        self._nursery.start_soon(run)
+
+    @handles(ForkSource)
+    async def op_fork_source(self, op: ForkSource, reply: Reply) -> dict[str, Any]:
+        return self.core.fork_source(op.at_turn, op.turn_id)

@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 import trio
 
 from echsd.events import EventData, SubagentSpawned
-from echsd.agent_types import AgentType
+from echsd.agent_types import ISOLATIONS, AgentType
 from echsd.errors import BadRequest, EchsError
+from echsd.ids import new_thread_id
 from echsd.ops.internal import AgentView
 from echsd.ops.threads import Kill, Send
 from echsd.threads.activity import Activity
+from echsd.ops.workspace import Merge
 from echsd.threads.config import EffortCatalog, ThreadConfig
 from echsd.threads.policy import POLICY_ORDERS, stricter
 from echsd.threads.effects import TurnEnd
@@ -33,8 +35,9 @@ from echsd.tools.base import ToolError
 if TYPE_CHECKING:
     from echsd.threads.core import ThreadCore
     from echsd.threads.services import OpRunner, ThreadTree
+    from echsd.threads.workspaces import Workspaces
 
-Adopt = Callable[[Mapping[str, Any], dict[str, Any]], Awaitable[dict[str, Any]]]  # (params, extra) -> thread object
+Adopt = Callable[..., Awaitable[dict[str, Any]]]  # (params, extra, placed=None, child_id=None) -> thread object
 Emit = Callable[[type[EventData], dict[str, Any]], Awaitable[None]]
 MAX_CLIMB = 128  # parents walked up to find a thread's ancestor (the depth limit is at most 100)
 
@@ -55,12 +58,15 @@ def tree_root(tree: ThreadTree, thread_id: str) -> str:
 
 def agent_view(core: ThreadCore) -> dict[str, Any]:
     """How a sub-agent stands, as its parent's tools see it (``thread.agent_view``)."""
+    last = core.extra.get("last_turn") or {}
     return {
         "agent_id": core.thread_id,
         "agent_type": core.extra.get("agent_type"),
         "state": core.state.value,
         "status": core.work_status,
         "final_message": core.final_text,
+        "branch": (core.worktree or {}).get("branch"),
+        "diff_stat": last.get("diff_stat"),
         "parent": core.parent,
     }
 
@@ -82,9 +88,11 @@ class ThreadAgents:
         catalog: EffortCatalog,
         slots: SubagentSlots,
         ops: OpRunner,
+        workspaces: Workspaces,
         activity: Activity | None = None,
     ) -> None:
         self.thread_id = thread_id
+        self._workspaces = workspaces
         self._activity = activity or Activity()  # the thread's: wait_agents is noted there
         self._slots = slots
         self._ops = ops
@@ -98,19 +106,52 @@ class ThreadAgents:
 
     # ---- AgentsApi ------------------------------------------------------------------------
 
-    async def spawn(self, message: str, options: Mapping[str, Any]) -> str:
+    async def spawn(self, message: str, options: Mapping[str, Any]) -> dict[str, Any]:
+        """A child working on ``message``; with isolation ``worktree`` (asked, or its agent
+        type's), in a git worktree of its own made from this thread's cwd as it is now."""
         agent_type = str(options.get("agent_type") or "default")
         if agent_type not in self._types:
             raise ToolError(f"unknown agent_type {agent_type!r}; known: {', '.join(sorted(self._types))}")
-        params = self._child_params(self._types[agent_type], options)
+        kind = self._types[agent_type]
+        isolation = str(options.get("isolation") or kind.isolation or "none")
+        if isolation not in ISOLATIONS:
+            raise ToolError(f"isolation must be one of {', '.join(ISOLATIONS)} (got {isolation!r})")
+        params = self._child_params(kind, options)
+        extra: dict[str, Any] = {"agent_type": agent_type}
+        child_id, prepared = None, None
+        if isolation == "worktree":
+            child_id = new_thread_id()
+            try:
+                prepared = await self._workspaces.prepare(child_id, str(params["cwd"]))
+            except EchsError as exc:
+                raise ToolError(f"cannot make a worktree for the agent: {exc.message}") from None
+            params["cwd"] = prepared.cwd
+            if prepared.worktree is not None:
+                extra["worktree"] = prepared.worktree
         try:
-            child = await self._adopt(params, {"agent_type": agent_type})
+            child = await self._adopt(params, extra, None, child_id)
         except EchsError as exc:  # limits, a bad model or effort, a parent being killed
+            if prepared is not None and child_id is not None:
+                await self._workspaces.discard(child_id, prepared.worktree)
             raise ToolError(f"cannot spawn an agent: {exc.message}") from None
         agent_id = str(child["thread_id"])
-        await self._emit(SubagentSpawned, {"agent_id": agent_id, "agent_type": agent_type, "config": child["config"]})
+        await self._emit(SubagentSpawned, {"agent_id": agent_id, "agent_type": agent_type, "config": child["config"], "worktree": child.get("worktree")})
         await self._ops.run(Send(thread_id=agent_id, text=message, mode="send"))
-        return agent_id
+        answer: dict[str, Any] = {"agent_id": agent_id}
+        if child.get("worktree"):
+            answer.update(branch=child["worktree"]["branch"], worktree=child["worktree"]["path"])
+        if prepared is not None and prepared.note:
+            answer["note"] = prepared.note
+        return answer
+
+    async def merge(self, agent_id: str) -> dict[str, Any]:
+        """Merge a finished child's branch into this thread's cwd (its worktree or branch)."""
+        await self._check_own(agent_id)
+        try:
+            result: dict[str, Any] = await self._ops.run(Merge(thread_id=agent_id))
+        except EchsError as exc:
+            raise ToolError(f"cannot merge {agent_id}: {exc.message}") from None
+        return result
 
     async def send(self, agent_id: str, message: str, mode: str) -> dict[str, Any]:
         await self._check_own(agent_id)

@@ -29,19 +29,42 @@ REPAIR_REASONS = {
 
 
 class Conversation:
-    __slots__ = ("thread_id", "items", "compaction", "_compactions", "_tail", "measured", "anchor")
+    __slots__ = ("thread_id", "items", "turn_ids", "turns", "_seen", "compaction", "_compactions", "_tail", "measured", "anchor")
 
     def __init__(self, thread_id: str) -> None:
         self.thread_id = thread_id
         self.items: list[dict[str, Any]] | None = None  # None until the thread is loaded
+        self.turn_ids: list[str | None] = []  # the turn each item belongs to (parallel to items)
+        self.turns: list[str] = []  # the turns the history holds, in order (undo and fork cut by them)
+        self._seen: set[str] = set()
         self.compaction: int | None = None  # the token of the compaction in progress
         self._compactions = 0
         self._tail = 0  # where the tail the compaction keeps begins
         self.measured: tuple[int, int] | None = None  # (tokens the endpoint reported, history length then)
         self.anchor: tuple[str, int] | None = None  # (a stored response's id, history length after it): chaining
 
-    def load(self, items: Sequence[dict[str, Any]]) -> None:
+    def load(self, items: Sequence[dict[str, Any]], turn_ids: Sequence[str | None] | None = None) -> None:
         self.items = list(items)
+        self._set_turns(list(turn_ids) if turn_ids is not None else [None] * len(self.items))
+
+    def _set_turns(self, turn_ids: list[str | None]) -> None:
+        self.turn_ids = turn_ids
+        self.turns, self._seen = [], set()
+        for turn_id in turn_ids:
+            self._note_turn(turn_id)
+
+    def _note_turn(self, turn_id: str | None) -> None:
+        if turn_id is not None and turn_id not in self._seen:
+            self._seen.add(turn_id)
+            self.turns.append(turn_id)
+
+    def start_of(self, turn_id: str) -> int:
+        """Where ``turn_id``'s items begin: cutting the history there leaves the turns before it."""
+        return self.turn_ids.index(turn_id)
+
+    def cut(self, fx: Effects, turn_id: str, reason: str) -> int:
+        """Leave out ``turn_id`` and every later turn; returns how many items went."""
+        return self.prune(fx, self._loaded()[: self.start_of(turn_id)], reason)
 
     def append(self, fx: Effects, items: Sequence[dict[str, Any]], turn_id: str | None) -> str:
         """The one way into history: items, their ``item.completed`` events, their rows.
@@ -53,6 +76,8 @@ class Conversation:
         history = self._loaded()
         start = len(history)
         history.extend(items)
+        self.turn_ids.extend([turn_id] * len(items))
+        self._note_turn(turn_id)
         for item in items:
             fx.emit(ItemCompleted, {"turn_id": turn_id, "item": item})
         fx.statements.append(ops.append_items(self.thread_id, start, list(items), turn_id))
@@ -67,17 +92,20 @@ class Conversation:
         removed = len(self._loaded()) - len(keep)
         if removed <= 0:
             return 0
-        self.rewrite(fx, keep, reason)
+        self.rewrite(fx, keep, reason, _kept_turns(self._loaded(), self.turn_ids, keep))
         return removed
 
-    def rewrite(self, fx: Effects, items: Sequence[dict[str, Any]], reason: str) -> None:
-        """Replace the history by ``items`` (fewer, or cut down); ``history.pruned`` says why."""
+    def rewrite(self, fx: Effects, items: Sequence[dict[str, Any]], reason: str, turn_ids: Sequence[str | None] | None = None) -> None:
+        """Replace the history by ``items`` (fewer, or cut down); ``history.pruned`` says why.
+        ``turn_ids`` are the items' turns (default: those of the history, item for item: the
+        same items cut down)."""
         history = self._loaded()
         self.items = list(items)
+        self._set_turns(list(turn_ids) if turn_ids is not None else list(self.turn_ids))
         self.compaction = None  # a compaction planned on the old history counts for nothing
         self.measured = self.anchor = None
         fx.emit(HistoryPruned, {"items_before": len(history), "items_after": len(self.items), "reason": reason})
-        fx.statements.append(ops.replace_items(self.thread_id, list(self.items)))
+        fx.statements.append(ops.replace_items(self.thread_id, list(self.items), list(self.turn_ids)))
 
     def measure(self, tokens: int) -> None:
         """The endpoint reported how many tokens the context now holds."""
@@ -104,7 +132,9 @@ class Conversation:
         self.compaction, self._tail = self._compactions, tail
         return self.compaction, list(history[:tail])
 
-    def finish_compaction(self, token: int, replacement: Sequence[dict[str, Any]], reason: str) -> Effects | None:
+    def finish_compaction(self, token: int, replacement: Sequence[dict[str, Any]], reason: str) -> tuple[Effects, int] | None:
+        """The summary replaces the head; also returns how many turns it folded away
+        entirely (their items are gone: turn numbers count them, undo and fork cannot)."""
         if self.compaction != token:
             return None
         self.compaction = None
@@ -112,10 +142,13 @@ class Conversation:
         history = self._loaded()
         before = len(history)
         self.items = [*replacement, *history[self._tail :]]
+        kept_turns = self.turn_ids[self._tail :]
+        folded = len({t for t in self.turn_ids[: self._tail] if t is not None} - set(kept_turns))
+        self._set_turns([None] * len(replacement) + kept_turns)
         fx = Effects()
-        fx.emit(ThreadCompacted, {"items_before": before, "items_after": len(self.items), "reason": reason})
-        fx.statements.append(ops.replace_items(self.thread_id, list(self.items)))
-        return fx
+        fx.emit(ThreadCompacted, {"items_before": before, "items_after": len(self.items), "reason": reason, **({"turns_folded": folded} if folded else {})})
+        fx.statements.append(ops.replace_items(self.thread_id, list(self.items), list(self.turn_ids)))
+        return fx, folded
 
     def cancel_compaction(self) -> bool:
         cancelled, self.compaction = self.compaction is not None, None
@@ -129,3 +162,15 @@ class Conversation:
         if self.items is None:
             raise InvalidState(f"thread {self.thread_id} is not loaded")
         return self.items
+
+
+def _kept_turns(history: Sequence[dict[str, Any]], turn_ids: Sequence[str | None], kept: Sequence[dict[str, Any]]) -> list[str | None]:
+    """The turns of ``kept``, an ordered subset of ``history`` (the same objects)."""
+    turns: list[str | None] = []
+    position = 0
+    for item in kept:
+        while position < len(history) and history[position] is not item:
+            position += 1
+        turns.append(turn_ids[position] if position < len(history) else None)
+        position += 1
+    return turns

@@ -51,9 +51,12 @@ from echsd.threads.inputs import PendingInput
 from echsd.threads.state import Disposition, InputMode, ThreadState, Trigger, input_disposition, transition
 from echsd.threads.treedecisions import TreeDecisions
 from echsd.threads.turndecisions import TurnDecisions
+from echsd.threads.workspacedecisions import WorkspaceDecisions
+
+TASK_CHARS = 200  # of a thread's first input, kept as its task (a worktree commit's message)
 
 
-class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecisions):
+class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecisions, WorkspaceDecisions):
     __slots__ = (
         "_kill_reason",
         "_new_turn_id",
@@ -71,6 +74,7 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
         "thread_id",
         "turn",
         "usage",
+        "workspace_busy",
     )  # fmt: skip
 
     def __init__(
@@ -102,6 +106,7 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
         self.turn: TurnState | None = None
         self.stopping = False  # the daemon is shutting down: no new turn
         self.retired = False  # being deleted: takes nothing
+        self.workspace_busy: str | None = None  # git work that holds the thread still (an undo, a merge)
         self._kill_reason = "killed"
         self._new_turn_id = new_turn_id
 
@@ -199,6 +204,13 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
         sent = self.extra.get("context")
         if sent:  # what the model was last told of where it works (echs show)
             data["context"] = {"project_docs": sent["project_docs"], "project_docs_state": sent["project_docs_state"], "environment": sent["env"]}
+        worktree = self.worktree
+        data["worktree"] = {"path": worktree["path"], "branch": worktree["branch"]} if worktree else None
+        data["forked_from"] = self.extra.get("forked_from")
+        if self.extra.get("undone_turns"):
+            data["undone_turns"] = list(self.extra["undone_turns"])
+        if self.extra.get("forked_from"):
+            data["forked_at_turn"] = self.extra.get("forked_at_turn")
         return data
 
     def previous_ack(self, client_msg_id: str, text: str) -> dict[str, Any] | None:
@@ -230,7 +242,7 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
             self.state,
             mode,
             steer_accepted=self.turn is not None and self.turn.accepting_steer,
-            nothing_ahead=not self.inputs and self.compaction is None and not self.stopping,
+            nothing_ahead=not self.inputs and self.compaction is None and not self.stopping and self.workspace_busy is None,
         )
         pending = PendingInput(
             input_id=input_id or new_input_id(),
@@ -262,7 +274,7 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
     @property
     def can_start_next(self) -> bool:
         """Whether ``next_turn`` would start a turn now (the actor gathers its context first)."""
-        idle = self.state is ThreadState.IDLE and self.turn is None and self.compaction is None
+        idle = self.state is ThreadState.IDLE and self.turn is None and self.compaction is None and self.workspace_busy is None
         return idle and not self.stopping and not self.retired and bool(self.inputs)
 
     def next_turn(self, context: TurnContext | None = None) -> Effects | None:
@@ -338,15 +350,17 @@ class ThreadCore(ControlDecisions, TurnDecisions, HistoryDecisions, TreeDecision
         return self.turn
 
     def _start_turn(self, inputs: Sequence[PendingInput], context: TurnContext | None = None) -> Effects:
-        turn = TurnState(turn_id=self._new_turn_id(), input_ids=[p.input_id for p in inputs])
+        turn = TurnState(turn_id=self._new_turn_id(), input_ids=[p.input_id for p in inputs], number=self.next_turn_number())
         self._join_run(turn, inputs[0].input_id)
         self.state = transition(self.state, Trigger.TURN_START)
         self.active_turn = turn.turn_id
         self.usage["turns"] = self.usage.get("turns", 0) + 1
         self.turn = turn
+        if "task" not in self.extra:  # what the thread was asked first: its task, for people and commits
+            self.extra["task"] = inputs[0].text.strip().split("\n", 1)[0][:TASK_CHARS]
         fx = Effects(start_turn=turn)
         fx.emit(StateChanged, {"state": self.state.value})
-        fx.emit(TurnStarted, {"turn_id": turn.turn_id, "input_ids": turn.input_ids})
+        fx.emit(TurnStarted, {"turn_id": turn.turn_id, "input_ids": turn.input_ids, "turn": turn.number})
         if context is not None:
             self._tell_context(fx, context, turn.turn_id)
         self._deliver(fx, inputs, turn.turn_id)

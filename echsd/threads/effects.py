@@ -35,6 +35,7 @@ class TurnState:
     final_text: str = ""  # the last assistant message of this turn
     final_text_at: int = -1  # its position in the history
     autorun: bool = False  # a turn of an autonomous run (``autorun.py``)
+    number: int = 0  # its number in the thread (1, 2, ...; ``turn`` of ``turn.started``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,7 @@ class TurnEnd:
     error: dict[str, str] | None  # for error: {code, message}
     final_text: str
     state: str  # the thread's state after the turn
+    work: dict[str, Any] | None = None  # a worktree thread's branch and diff stat (``subagent.completed``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,10 +29,10 @@ async def kill_offline(record: ThreadRecord, store: Store, reason: str) -> dict[
 async def _kill(record: ThreadRecord, store: Store, reason: str, failure: str) -> dict[str, Any]:
     thread_id = record.thread_id
     await store.writer.flush()
-    items, inputs, row = await store.read(lambda conn: queries.load_for_recovery(conn, thread_id))
+    (items, turn_ids), inputs, row = await store.read(lambda conn: queries.load_for_recovery(conn, thread_id))
     if row is not None:
         record.core = ThreadCore.from_row(row, children=record.core.children)
-    effects = record.core.recover(items, inputs, f"the worker was given up: {failure}")
+    effects = record.core.recover(items, inputs, f"the worker was given up: {failure}", turn_ids)
     if effects.events or effects.statements:
         await record.log.ready()
         await record.log.emit(effects.events, effects.statements).wait()

@@ -50,15 +50,18 @@ class HistoryDecisions:
 
     # ---- loading -------------------------------------------------------------------------
 
-    def recover(self, items: list[dict[str, Any]], inputs: Sequence[InputRow], crashed: str | None = None) -> Effects:
+    def recover(
+        self, items: list[dict[str, Any]], inputs: Sequence[InputRow], crashed: str | None = None, turn_ids: Sequence[str | None] | None = None
+    ) -> Effects:
         """Take the stored history and waiting inputs; close a turn (and end exec sessions) a
         crash or a restart left open.
 
         ``inputs`` are the rows still ``queued`` or ``steering`` (see ``InputQueue.load``).
-        ``crashed`` describes a worker crash (else the daemon restarted).
+        ``crashed`` describes a worker crash (else the daemon restarted). ``turn_ids``: the
+        turn of each item, as stored.
         """
         fx = Effects()
-        self.conversation.load(items)
+        self.conversation.load(items, turn_ids)
         self.inputs.load(fx, inputs)
         turn_id, self.active_turn = self.active_turn, None
         previous = self.state
@@ -117,12 +120,28 @@ class HistoryDecisions:
     def finish_compaction(self, token: int, replacement: Sequence[dict[str, Any]], reason: str = "manual") -> Effects | None:
         """The compacted history replaces the old one; None if the compaction was cancelled.
         If it summarised the project instructions and environment away, the next turn sends
-        them again."""
-        fx = self.conversation.finish_compaction(token, replacement, reason)
-        if fx is not None and "context" in self.extra and not any(is_context_message(item) for item in self.history or ()):
-            del self.extra["context"]
+        them again. The turns it folded away are counted (``compacted_turns``), so turn
+        numbers stay."""
+        done = self.conversation.finish_compaction(token, replacement, reason)
+        if done is None:
+            return None
+        fx, folded = done
+        changed = bool(folded)
+        if folded:
+            self.extra["compacted_turns"] = int(self.extra.get("compacted_turns") or 0) + folded
+        changed = self.forget_lost_context() or changed
+        if changed:
             fx.statements.append(ops.upsert_thread(self.to_row()))
         return fx
+
+    def forget_lost_context(self) -> bool:
+        """Whether the history lost the project instructions and environment the model was
+        told (a compaction summarised them away, an undo took their turn back): then the next
+        turn sends them again."""
+        if "context" in self.extra and not any(is_context_message(item) for item in self.history or ()):
+            del self.extra["context"]
+            return True
+        return False
 
     def abort_compaction(self, token: int) -> None:
         self.conversation.abort_compaction(token)

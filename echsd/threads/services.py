@@ -29,6 +29,7 @@ from echsd.threads.effects import TurnEnd
 from echsd.ops.base import Op
 from echsd.threads.record import ThreadRecord
 from echsd.threads.slots import SubagentSlots
+from echsd.threads.workspaces import Workspaces
 from echsd.tools.base import Tool
 from echsd.tools.registry import McpToolSource
 from echsd.tools.remote import RemoteCalls
@@ -50,11 +51,17 @@ class ThreadTree(Protocol):
         """Refuse a child beyond the depth or children limits."""
 
     def register_thread(
-        self, config: ThreadConfig, parent: str | None, extra: dict[str, Any] | None = None, placed: tuple[str, int] | None = None
+        self,
+        config: ThreadConfig,
+        parent: str | None,
+        extra: dict[str, Any] | None = None,
+        placed: tuple[str, int] | None = None,
+        thread_id: str | None = None,
     ) -> tuple[ThreadRecord, Unit]:
         """Create and register a thread now (sync; the writer has room): its record and the
         unit announcing it (``thread.created``); ``placed``: (node, its lease epoch) to run
-        it on another node (handed over once the unit committed, by the router)."""
+        it on another node (handed over once the unit committed, by the router);
+        ``thread_id``: the id chosen already (its worktree was made for it)."""
 
     def record(self, thread_id: Any) -> ThreadRecord:
         """This node's record of a thread (``NotFound`` for one run elsewhere)."""
@@ -80,6 +87,7 @@ class ActorServices:
     agent_types: Mapping[str, AgentType]
     subagent_slots: SubagentSlots  # sub-agent turns running at once, daemon-wide, fair between trees
     blackboard: Blackboard  # the daemon's one blackboard; each thread writes in its own name
+    workspaces: Workspaces  # git: worktrees, turn snapshots, merges
     mcp: McpToolSource | None = None  # the daemon's MCP servers (config.toml's [mcp_servers])
     sandbox_rules: SandboxRules = SandboxRules()  # new threads' sandbox defaults, what cannot be enforced
     approval: ApprovalSettings = ApprovalSettings()  # [approval]: every thread's rules, what a timeout does

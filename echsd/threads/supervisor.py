@@ -51,6 +51,7 @@ from echsd.threads.restarts import keep_worker
 from echsd.threads.services import ActorServices, OpRunner
 from echsd.threads.slots import SubagentSlots
 from echsd.threads.state import ThreadState
+from echsd.threads.workspaces import Workspaces
 from echsd.tools.base import Tool
 from echsd.tools.process import sandbox_runtime
 from echsd.tools.registry import McpToolSource, default_tool_names
@@ -72,6 +73,7 @@ class Supervisor:
         default_model: str,
         blackboard: Blackboard,
         ops: OpRunner,
+        workspaces: Workspaces,
         lease: Lease | None = None,
         agent_types: Mapping[str, AgentType] | None = None,
         mcp: McpToolSource | None = None,
@@ -104,9 +106,11 @@ class Supervisor:
             sandbox_rules=sandbox_rules or SandboxRules(),
             approval=approval or ApprovalSettings(),
             blackboard=blackboard,
+            workspaces=workspaces,
             mcp=mcp,
             user_agents_md=user_agents_md,
         )
+        self.workspaces = workspaces
         self._turn_listeners: list[TurnListener] = []
         self.node_id = store.node_id
         self.lease = lease or Lease()  # this node's lease (read here; the cluster node changes it)
@@ -259,11 +263,14 @@ class Supervisor:
         record = self.records.get(thread_id)
         if record is None or record.core.parent is None or self._closing or self._nursery is None:
             return
+        work = (end.work if end is not None else None) or {}
         data = {
             "agent_id": thread_id,
             "turn_id": end.turn_id if end is not None else None,
             "status": end.status if end is not None else "killed",
             "final_message": end.final_text if end is not None else "",
+            "branch": work.get("branch", (record.core.worktree or {}).get("branch")),
+            "diff_stat": work.get("diff_stat"),
         }
         self._nursery.start_soon(self._tell, ChildFinished(thread_id=record.core.parent, data=data))
 
@@ -295,25 +302,39 @@ class Supervisor:
             raise InvalidState(f"thread {parent_id} has {len(live)} live children; the limit is max_children={self.tuning.max_children}")
 
     def register_thread(
-        self, config: ThreadConfig, parent: str | None, extra: dict[str, Any] | None = None, placed: tuple[str, int] | None = None
+        self,
+        config: ThreadConfig,
+        parent: str | None,
+        extra: dict[str, Any] | None = None,
+        placed: tuple[str, int] | None = None,
+        thread_id: str | None = None,
+        history: tuple[list[dict[str, Any]], list[str | None]] | None = None,
     ) -> tuple[ThreadRecord, Unit]:
+        """``history``: items (and their turns) the thread starts with (a fork's)."""
         if self._closing:
             raise Unavailable("the daemon is shutting down: no new threads")
-        thread_id = new_thread_id()
+        thread_id = thread_id or new_thread_id()
         node, epoch = placed or (self.node_id, self.lease.epoch)
         extra = {**(extra or {}), "depth": self.depth(parent) + 1} if parent is not None else extra
         core = ThreadCore(thread_id, parent=parent, created_at=time.time(), state=ThreadState.IDLE, config=config, extra=extra)
         record = ThreadRecord(core, ThreadLog(thread_id, self.store.writer, 0), node)
         self.records[thread_id] = record
-        unit = record.log.emit_one(
-            ThreadCreated, {"thread": record.to_object()}, ops.upsert_thread(core.to_row()), ops.set_owner(thread_id, node, epoch)
-        )
+        statements = [ops.upsert_thread(core.to_row()), ops.set_owner(thread_id, node, epoch)]
+        if history is not None and history[0]:
+            statements.append(ops.replace_items(thread_id, list(history[0]), list(history[1])))
+        unit = record.log.emit_one(ThreadCreated, {"thread": record.to_object()}, *statements)
         return record, unit
 
-    async def create_root(self, config: ThreadConfig) -> dict[str, Any]:
+    async def create_root(
+        self,
+        config: ThreadConfig,
+        extra: dict[str, Any] | None = None,
+        thread_id: str | None = None,
+        history: tuple[list[dict[str, Any]], list[str | None]] | None = None,
+    ) -> dict[str, Any]:
         """A thread with no parent, run here."""
         await self.store.writer.wait_room()
-        record, unit = self.register_thread(config, None)
+        record, unit = self.register_thread(config, None, extra, thread_id=thread_id, history=history)
         await unit.wait()
         return record.to_object()
 
@@ -321,9 +342,10 @@ class Supervisor:
         """A thread created here for another node (``placed``): that node runs it now."""
         self.records.pop(thread_id, None)
 
-    async def dispose(self, thread_ids: list[str], root: str) -> None:
+    async def dispose(self, thread_ids: list[str], root: str, keep_worktrees: bool = False) -> None:
         """Deleted threads (their rows are gone) leave: their subscribers get ``thread.deleted``
-        (never stored: their logs went with them), their workers end."""
+        (never stored: their logs went with them), their workers end, their worktrees (unless
+        ``keep_worktrees``) and snapshot refs go."""
         now = time.time()
         gone = [record for record in (self.records.pop(tid, None) for tid in thread_ids) if record is not None]
         notices = [Event(r.thread_id, r.log.last_seq + 1, ThreadDeleted.type_name, now, {"root": root}) for r in gone]
@@ -333,6 +355,9 @@ class Supervisor:
             if record.actor_started:
                 record.mailbox_send.send_nowait(Request(Shutdown(thread_id=record.thread_id)))  # its actor ends
         await trio.to_thread.run_sync(sandbox_runtime().remove_tmpdirs, [record.thread_id for record in gone])
+        async with trio.open_nursery() as nursery:  # their worktrees and snapshot refs
+            for record in gone:
+                nursery.start_soon(self.workspaces.forget, record.thread_id, dict(record.core.extra), keep_worktrees)
 
     # ---- shutdown --------------------------------------------------------------------
 

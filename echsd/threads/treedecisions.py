@@ -26,6 +26,7 @@ class TreeDecisions:
         stopping: bool
         retired: bool
         children: list[str]
+        workspace_busy: str | None
 
         @property
         def compaction(self) -> int | None: ...
@@ -53,4 +54,6 @@ class TreeDecisions:
         and from then on it takes nothing at all (``retired=False``: the deletion failed)."""
         if retired and (self.state is ThreadState.RUNNING or self.turn is not None or self.compaction is not None):
             raise InvalidState(f"thread {self.thread_id} is running: interrupt (or kill) it before deleting it")
+        if retired and self.workspace_busy is not None:
+            raise InvalidState(f"thread {self.thread_id} is busy with {self.workspace_busy}: delete it when that has ended")
         self.retired = retired

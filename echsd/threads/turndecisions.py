@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from echsd.events import EventData, RunFinished, StateChanged, TurnCompleted, TurnError, TurnInterrupted, TurnUsage
+from echsd.events import EventData, RunFinished, StateChanged, TurnCompleted, TurnDiff, TurnError, TurnInterrupted, TurnUsage
 from echsd.codex import strip_reasoning_items
 from echsd.done_marker import split_done
 from echsd.store import ops
@@ -121,10 +121,19 @@ class TurnDecisions:
         self.conversation.prune(fx, kept, reason)
         return fx
 
-    def finish_turn(self, status: str, error: dict[str, str] | None = None, partial: str = "") -> Effects:
+    def finish_turn(
+        self,
+        status: str,
+        error: dict[str, str] | None = None,
+        partial: str = "",
+        diff: dict[str, Any] | None = None,
+        work: dict[str, Any] | None = None,
+    ) -> Effects:
         """Close the running turn: ``status`` is how the loop ended (completed | error);
         a turn ended from outside is ``interrupted`` whatever the loop saw. ``partial`` is
-        the reply being streamed when it ended: an interrupted turn keeps it, marked."""
+        the reply being streamed when it ended: an interrupted turn keeps it, marked.
+        ``diff``: what the turn changed in the cwd (``turn.diff``), if anything; ``work``: a
+        worktree thread's branch and diff stat, for whoever waits on it."""
         turn = self._running_turn()
         reason = turn.end_reason
         if reason is not None:
@@ -137,6 +146,8 @@ class TurnDecisions:
         for key in (*USAGE_KEYS, "cost_usd"):
             self.usage[key] = self.usage.get(key, 0) + turn.usage[key]
         fx.emit(TurnUsage, {"turn_id": turn.turn_id, **turn.usage})
+        if diff is not None:
+            fx.emit(TurnDiff, {"turn_id": turn.turn_id, "turn": turn.number, **diff})
         final_text, done = split_done(turn.final_text)
         if status == "completed":
             fx.emit(TurnCompleted, {"turn_id": turn.turn_id, "final_text": final_text, **({"done": True} if done else {})})
@@ -155,9 +166,9 @@ class TurnDecisions:
             self.state = transition(self.state, Trigger.TURN_END_PAUSED if reason == "pause" else Trigger.TURN_END)
             fx.emit(StateChanged, {"state": self.state.value})
         # What a parent waiting on this thread reads (kept with the thread: restarts keep it).
-        self.extra["last_turn"] = {"turn_id": turn.turn_id, "status": status, "reason": reason, "final_text": final_text}
+        self.extra["last_turn"] = {"turn_id": turn.turn_id, "status": status, "reason": reason, "final_text": final_text, **(work or {})}
         fx.statements.append(ops.upsert_thread(self.to_row()))
-        fx.turn_end = TurnEnd(turn.turn_id, status, reason, error, final_text, self.state.value)
+        fx.turn_end = TurnEnd(turn.turn_id, status, reason, error, final_text, self.state.value, work)
         return fx
 
     def _next_in_run(self, fx: Effects, status: str, reason: str | None, done: bool) -> None:

@@ -45,7 +45,11 @@ class SpawnAgent:
             "Start a sub-agent: a new thread that works on `message` in parallel with you, in your working "
             f"directory. Returns its agent_id; its turn starts at once. `agent_type` picks a preset:{presets}\n"
             "Explicit `model`, `reasoning`, `instructions` and `tools` override the preset; a sub-agent never gets "
-            "tools or permissions you lack. Collect its answer with wait_agents.",
+            "tools or permissions you lack. Collect its answer with wait_agents.\n"
+            "`isolation: \"worktree\"` gives it a git worktree and branch of its own, starting from your files as they "
+            "are now (uncommitted changes too): agents working in parallel then cannot overwrite each other's files. "
+            "Its changes are committed on its branch when each of its turns ends; bring them into your files with "
+            "merge_agent.",
             {
                 "type": "object",
                 "properties": {
@@ -55,6 +59,7 @@ class SpawnAgent:
                     "reasoning": {"type": "string", "description": "none | minimal | low | medium | high | xhigh"},
                     "instructions": {"type": "string"},
                     "tools": {"type": "array", "items": {"type": "string"}},
+                    "isolation": {"type": "string", "enum": ["none", "worktree"], "description": "worktree: its own git worktree and branch"},
                 },
                 "required": ["message"],
                 "additionalProperties": False,
@@ -63,9 +68,8 @@ class SpawnAgent:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         message = _message(args)
-        options = {key: args[key] for key in ("agent_type", "model", "reasoning", "instructions", "tools") if args.get(key) is not None}
-        agent_id = await _agents(ctx).spawn(message, options)
-        return _answer({"agent_id": agent_id})
+        options = {key: args[key] for key in ("agent_type", "model", "reasoning", "instructions", "tools", "isolation") if args.get(key) is not None}
+        return _answer(await _agents(ctx).spawn(message, options))
 
 
 class SendToAgent:
@@ -98,8 +102,9 @@ class WaitAgents:
         "wait_agents",
         "Wait until your sub-agents are done: `all` (default) or `any` of them, at most `timeout_ms`. "
         "Without `agent_ids`, waits for all your direct sub-agents. "
-        "Returns each agent's status (running, completed, interrupted, error, paused, killed) and its final "
-        "message; on a timeout, the statuses so far and timed_out: true.",
+        "Returns each agent's status (running, completed, interrupted, error, paused, killed), its final "
+        "message, and for an agent in a worktree its branch and diff_stat (what its branch changed); on a "
+        "timeout, the statuses so far and timed_out: true.",
         {
             "type": "object",
             "properties": {
@@ -153,5 +158,23 @@ class ListAgents:
         return _answer({"agents": await _agents(ctx).list()})
 
 
+class MergeAgent:
+    spec = ToolSpec(
+        "merge_agent",
+        "Merge the branch of one of your sub-agents that worked in a worktree (isolation: worktree) into your "
+        "files: a fast-forward, else a merge commit. The agent must be done (not running). If the merge would "
+        "conflict, or overwrite changes you have not committed, nothing is changed and the files are named.",
+        {"type": "object", "properties": {"agent_id": {"type": "string"}}, "required": ["agent_id"], "additionalProperties": False},
+        parallel_safe=False,
+        writes=True,
+    )
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        agent_id = args.get("agent_id")
+        if not isinstance(agent_id, str) or not agent_id:
+            raise ToolError("agent_id must be the id spawn_agent returned")
+        return _answer(await _agents(ctx).merge(agent_id))
+
+
 def agent_tools(agent_types: Mapping[str, AgentType]) -> tuple[Tool, ...]:
-    return (SpawnAgent(agent_types), SendToAgent(), WaitAgents(), KillAgent(), ListAgents())
+    return (SpawnAgent(agent_types), SendToAgent(), WaitAgents(), KillAgent(), ListAgents(), MergeAgent())

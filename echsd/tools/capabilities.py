@@ -42,7 +42,10 @@ class PlanApi(Protocol):
 class AgentsApi(Protocol):
     """The calling thread's sub-agents (spawn_agent, send_to_agent, wait_agents, ...)."""
 
-    async def spawn(self, message: str, options: Mapping[str, Any]) -> str: ...
+    async def spawn(self, message: str, options: Mapping[str, Any]) -> dict[str, Any]:
+        """``{agent_id}``, with ``branch`` and ``worktree`` for a child in a worktree, ``note``."""
+
+    async def merge(self, agent_id: str) -> dict[str, Any]: ...
 
     async def send(self, agent_id: str, message: str, mode: str) -> dict[str, Any]: ...
 

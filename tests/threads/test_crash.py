@@ -35,11 +35,11 @@ async def test_worker_crash_is_contained_and_restarted(daemon: Any, workdir: Any
     real_finish = ThreadCore.finish_turn
     crashes = {"left": 1}
 
-    def finish_or_crash(core: ThreadCore, status: str, error: Any = None, partial: str = "") -> Any:
+    def finish_or_crash(core: ThreadCore, status: str, error: Any = None, partial: str = "", **more: Any) -> Any:
         if crashes["left"]:
             crashes["left"] -= 1
             raise RuntimeError("injected worker crash")
-        return real_finish(core, status, error, partial)
+        return real_finish(core, status, error, partial, **more)
 
     monkeypatch.setattr(ThreadCore, "finish_turn", finish_or_crash)
     victim = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]
@@ -67,10 +67,10 @@ async def _give_up_a_thread(daemon: Any, workdir: Any, monkeypatch: pytest.Monke
     real_finish = ThreadCore.finish_turn
     doomed: set[str] = set()
 
-    def crash_for_doomed(core: ThreadCore, status: str, error: Any = None, partial: str = "") -> Any:
+    def crash_for_doomed(core: ThreadCore, status: str, error: Any = None, partial: str = "", **more: Any) -> Any:
         if core.thread_id in doomed:
             raise RuntimeError("always crashing")
-        return real_finish(core, status, error, partial)
+        return real_finish(core, status, error, partial, **more)
 
     monkeypatch.setattr(ThreadCore, "finish_turn", crash_for_doomed)
     victim = (await daemon.ops.create_thread(cwd=str(workdir)))["thread_id"]

@@ -11,8 +11,9 @@ from tests.helpers import Watch, check_thread_invariants, conversation, mock_dir
 
 async def run(daemon: Any, tid: str, script: Any) -> Watch:
     async with Watch(daemon, tid) as watch:
+        before = watch.last_seq  # the end of an earlier turn is not this one's
         await daemon.ops.send(tid, mock_directive(script))
-        await watch.wait_for(lambda e: e.type in ("turn.completed", "turn.error"))
+        await watch.wait_for(lambda e: e.type in ("turn.completed", "turn.error"), after_seq=before)
     return watch
 
 

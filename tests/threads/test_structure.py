@@ -8,7 +8,10 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "echsd"
 THREADS = PACKAGE / "threads"
 # The thread core: the one object that owns a thread's state, and its parts.
-CORE = {"core.py", "control.py", "turndecisions.py", "historydecisions.py", "treedecisions.py", "conversation.py", "inputqueue.py"}
+CORE = {
+    "core.py", "control.py", "turndecisions.py", "historydecisions.py", "treedecisions.py", "workspacedecisions.py", "conversation.py",
+    "inputqueue.py",
+}  # fmt: skip
 STATE_FIELDS = {
     "state", "config", "usage", "active_turn", "extra", "children", "history", "items", "inputs", "steering",
     "queue", "turn", "compaction", "stopping", "queued", "end_reason", "accepting_steer", "final_text",

@@ -214,10 +214,10 @@ async def test_steer_queue_kill_and_list_ones_own_agents(daemon: Any, workdir: P
     assert [s["disposition"] for s in sent] == ["steered", "queued"]
     assert outputs(watch, "kill_agent") == [{"agent_id": second, "killed": [second]}]
     [waited] = outputs(watch, "wait_agents")
-    done = {"agent_id": first, "agent_type": "default", "state": "idle", "status": "completed", "final_message": "queued"}
+    done = {"agent_id": first, "agent_type": "default", "state": "idle", "status": "completed", "final_message": "queued", "branch": None, "diff_stat": None}
     assert waited["agents"] == [done]
     [listed] = outputs(watch, "list_agents")
-    killed = {"agent_id": second, "agent_type": "default", "state": "killed", "status": "killed", "final_message": ""}
+    killed = {"agent_id": second, "agent_type": "default", "state": "killed", "status": "killed", "final_message": "", "branch": None, "diff_stat": None}
     assert listed["agents"] == [done, killed]
     # The steer joined the running turn (its reply ends that turn); the queued message ran next.
     assert [e.data["final_text"] for e in child_watch.of_type("turn.completed")] == ["steered", "queued"]
@@ -241,11 +241,11 @@ async def test_a_child_whose_worker_crashes_wakes_its_waiting_parent(daemon: Any
     real_finish = ThreadCore.finish_turn
     crashes = {"left": 1}
 
-    def crash_a_child(core: ThreadCore, status: str, error: Any = None, partial: str = "") -> Any:
+    def crash_a_child(core: ThreadCore, status: str, error: Any = None, partial: str = "", **more: Any) -> Any:
         if core.parent is not None and crashes["left"]:
             crashes["left"] -= 1
             raise RuntimeError("injected worker crash")
-        return real_finish(core, status, error, partial)
+        return real_finish(core, status, error, partial, **more)
 
     monkeypatch.setattr(ThreadCore, "finish_turn", crash_a_child)
     tid, watch = await parent_turn(daemon, workdir, [{"calls": [spawn(child_task("t", "a", 1, 1))]}, {"calls": [wait()]}, {"text": "ok"}])
