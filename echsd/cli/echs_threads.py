@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from echsd.cli.echs_ids import THREAD_ID, resolve_thread
-from echsd.cli.echs_runtime import KILL_TIMEOUT_S, EchsOptions, echo_json, json_option, options_of, output_width, run
+from echsd.cli.echs_runtime import DEFAULT_TIMEOUT_S, KILL_TIMEOUT_S, EchsOptions, echo_json, json_option, options_of, output_width, run
 from echsd.cli.echs_text import UTF8, utf8_problem
 from echsd.wire.params import MAX_STEPS
 
@@ -57,6 +57,8 @@ def _absolute_dir(path: str) -> str:
     "--loosen-policy", is_flag=True, help="With --parent: allow --writes/--approval/--sandbox/--network looser than the parent's (refused otherwise)."
 )
 @click.option("--no-project-docs", is_flag=True, help="Do not send the repository's AGENTS.md files to the model.")
+@click.option("--worktree", is_flag=True, help="Work in a git worktree of its own, on a new branch echs/<id prefix>.")
+@click.option("--base", type=UTF8, metavar="REF", help="With --worktree: start from this git ref (default: the cwd as it is now, uncommitted changes too).")
 @json_option
 @click.pass_context
 def new(
@@ -74,12 +76,21 @@ def new(
     parent: str | None,
     loosen_policy: bool,
     no_project_docs: bool,
+    worktree: bool,
+    base: str | None,
 ) -> None:
-    """Create a thread and print its id."""
+    """Create a thread and print its id.
+
+    With --worktree the thread works in a git worktree of its own (under the daemon's
+    state dir, or worktree_root), made from the cwd's repository; its cwd is the same
+    subdirectory there. Outside a git repository it works in the cwd itself (a note says so).
+    """
     options = options_of(ctx)
     if loosen_policy and parent is None:
         raise click.UsageError("--loosen-policy applies to a child: give --parent too")
     directory = _absolute_dir(cwd or os.getcwd())
+    if base is not None and not worktree:
+        raise click.UsageError("--base is the ref a worktree starts from: give --worktree too")
 
     async def action(client: Client) -> None:
         thread = await client.create_thread(
@@ -96,13 +107,22 @@ def new(
             parent=await resolve_thread(client, parent) if parent is not None else None,
             loosen_policy=True if loosen_policy else None,
             project_docs=False if no_project_docs else None,
+            worktree=worktree or None,
+            base=base,
         )
         if options.json:
-            echo_json({"thread_id": thread["thread_id"]})
+            shown = {"thread_id": thread["thread_id"]}
+            if worktree:
+                shown.update(worktree=thread.get("worktree"), **({"note": thread["note"]} if thread.get("note") else {}))
+            echo_json(shown)
         else:
             click.echo(thread["thread_id"])
+            if thread.get("worktree"):
+                click.echo(f"worktree {thread['worktree']['path']} on branch {thread['worktree']['branch']}", err=True)
+            if thread.get("note"):
+                click.echo(f"note: {thread['note']}", err=True)
 
-    run(ctx, action)
+    run(ctx, action, timeout=KILL_TIMEOUT_S if worktree else DEFAULT_TIMEOUT_S)
 
 
 @click.command()
@@ -265,17 +285,19 @@ def config(ctx: click.Context, thread_id: str, settings: tuple[str, ...]) -> Non
 
 @click.command()
 @click.argument("thread_id", type=THREAD_ID)
+@click.option("--keep-worktree", is_flag=True, help="Keep the threads' git worktrees on disk (their branches always stay).")
 @json_option
 @click.pass_context
-def rm(ctx: click.Context, thread_id: str) -> None:
+def rm(ctx: click.Context, thread_id: str, keep_worktree: bool) -> None:
     """Delete a thread and its descendants.
 
-    With their history and events. A running thread is refused: interrupt or kill it first.
+    With their history and events, their snapshot refs, and their git worktrees (unless
+    --keep-worktree; the branches stay). A running thread is refused: interrupt or kill it first.
     """
     options = options_of(ctx)
 
     async def action(client: Client) -> None:
-        result = await client.delete_thread(await resolve_thread(client, thread_id))
+        result = await client.delete_thread(await resolve_thread(client, thread_id), keep_worktree=keep_worktree or None)
         echo_json(result) if options.json else click.echo("deleted " + ", ".join(result.get("deleted") or []))
 
     run(ctx, action, timeout=KILL_TIMEOUT_S)
