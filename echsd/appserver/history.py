@@ -111,6 +111,10 @@ class Past:
         self.cwd = str((thread.get("config") or {}).get("cwd") or "")
         self.answer_bytes = answer_bytes
         self.replay_bytes = REPLAY_FACTOR * answer_bytes
+        self.undone = set(thread.get("undone_turns") or ())  # turns an undo took back: not shown
+
+    def _turn_start(self, envelope: Mapping[str, Any]) -> bool:
+        return is_turn_start(envelope) and (envelope.get("data") or {}).get("turn_id") not in self.undone
 
     @classmethod
     async def open(cls, conn: Connection, thread_id: str) -> Past:
@@ -194,7 +198,7 @@ class Past:
 
     async def _turns_before(self, at: Position | None, limit: int) -> tuple[list[TurnView], bool]:
         """The ``limit`` turns that started before ``at`` (the newest if None), oldest first."""
-        starts = await scan_back(self.ops, self.thread_id, at.seq if at else self.end, is_turn_start, limit + 1)
+        starts = await scan_back(self.ops, self.thread_id, at.seq if at else self.end, self._turn_start, limit + 1)
         wanted = starts[:limit]
         if not wanted:
             return [], False
@@ -219,7 +223,7 @@ class Past:
         turns are replayed, more of them until there are enough items."""
         count = min(FIRST_TURNS, max(limit, 1))
         while True:
-            starts = await scan_back(self.ops, self.thread_id, at.seq + 1 if at else self.end, is_turn_start, count)
+            starts = await scan_back(self.ops, self.thread_id, at.seq + 1 if at else self.end, self._turn_start, count)
             if not starts:
                 return [], False
             translator, _ = await self.replay(starts[-1]["seq"], through=starts[0]["seq"], seed=self._seed(at))
@@ -239,7 +243,7 @@ class Past:
         return located[:limit], len(located) > limit or stopped
 
     async def _items_of_turn(self, turn_id: str, at: Position | None, limit: int, desc: bool) -> tuple[list[Located], bool]:
-        found = await scan_back(self.ops, self.thread_id, self.end, lambda e: is_turn_start(e) and (e.get("data") or {}).get("turn_id") == turn_id, 1)
+        found = await scan_back(self.ops, self.thread_id, self.end, lambda e: self._turn_start(e) and (e.get("data") or {}).get("turn_id") == turn_id, 1)
         if not found:
             raise RpcError(INVALID_PARAMS, f"no turn {turn_id!r} in this thread")
         translator, _ = await self.replay(found[0]["seq"], through=found[0]["seq"], seed=(self.cwd, self.end))
@@ -259,7 +263,7 @@ class Past:
             raise RpcError(INVALID_PARAMS, f"unknown cursor {cursor!r}: pass back a nextCursor this server returned")
         count = FIRST_TURNS
         while True:
-            starts = await scan_back(self.ops, self.thread_id, self.end, is_turn_start, count)
+            starts = await scan_back(self.ops, self.thread_id, self.end, self._turn_start, count)
             translator, _ = await self.replay(starts[-1]["seq"], seed=(self.cwd, self.end)) if starts else (None, False)
             for item in locate(translator.turns) if translator else ():
                 if item.entry.item["id"] == cursor.get("itemId"):
@@ -295,7 +299,7 @@ class Past:
     async def _replay(
         self, start: int, through: int | None, seed: tuple[str, int] | None, enough: Callable[[ThreadTranslator], bool] | None
     ) -> tuple[ThreadTranslator, bool, int | None]:
-        translator = ThreadTranslator(self.thread_id, keep_turns=True)
+        translator = ThreadTranslator(self.thread_id, keep_turns=True, undone=self.undone)
         if seed is not None:
             translator.cwd = seed[0]
         watch_until = seed[1] if seed is not None else 0  # cwd changes before this seq matter
@@ -303,7 +307,7 @@ class Past:
         read, budget = 0, self.replay_bytes
         async for page in stored_pages(self.ops, self.thread_id, after=start - 1):
             for envelope in page:
-                if not following and is_turn_start(envelope) and translator.turns:
+                if not following and self._turn_start(envelope) and translator.turns:
                     following = (through is not None and envelope["seq"] > through) or (enough is not None and enough(translator))
                 if not following:
                     read += len(orjson.dumps(envelope))

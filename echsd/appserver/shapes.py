@@ -106,11 +106,11 @@ def thread_object(
         "cliVersion": __version__,
         "source": "cli",
         "parentThreadId": thread_uuid(parent) if isinstance(parent, str) else None,
-        "forkedFromId": None,
+        "forkedFromId": thread_uuid(thread["forked_from"]) if isinstance(thread.get("forked_from"), str) else None,
         "projectId": None,
         "agentNickname": None,
         "agentRole": thread.get("agent_type"),  # a sub-agent's type (spawn_agent)
-        "gitInfo": None,
+        "gitInfo": {"branch": thread["worktree"]["branch"], "sha": None, "originUrl": None} if thread.get("worktree") else None,
         "turns": turns or [],
         "historyMode": "paginated",  # clients page through thread/turns/list and thread/items/list
     }

@@ -24,6 +24,7 @@ from echsd.appserver.translate import ThreadTranslator
 from echsd.appserver.turns import status_object, usage_breakdown
 from echsd.ops.daemon import ListApprovals
 from echsd.ops.threads import Compact, Create, Delete, Events, Get, ListThreads, Rename
+from echsd.ops.workspace import Fork, Undo
 
 PREVIEW_EVENTS = 16  # the first user message of a thread is among its first few events
 PREVIEW_CHARS = 200
@@ -211,6 +212,63 @@ async def thread_name_set(conn: Connection, request: Request) -> Reply:
     return Reply({}, then=[("thread/name/updated", {"threadId": thread_uuid(thread_id), "threadName": renamed["name"]})])
 
 
+async def thread_fork(conn: Connection, request: Request) -> Reply:
+    """``thread/fork``: ``echs fork`` (the turns through ``lastTurnId``, or before
+    ``beforeTurnId``, else every finished turn); answered like ``thread/start``."""
+    params = request.params
+    source = thread_param(params)
+    last, before = params.get("lastTurnId"), params.get("beforeTurnId")
+    if last is not None and before is not None:
+        raise RpcError(INVALID_PARAMS, "beforeTurnId cannot be combined with lastTurnId")
+    fork: dict[str, Any] = {"thread_id": source}
+    if isinstance(last, str) and last:
+        fork["turn_id"] = last
+    elif isinstance(before, str) and before:
+        fork["turn_id"], fork["at_turn"] = await _turn_before(conn, source, before)
+    created = await conn.run_op(Fork(**fork))
+    thread_id = created["thread_id"]
+    feed = await conn.attach(thread_id)
+    turns = [] if params.get("excludeTurns") else [turn.to_turn() for turn in (await (await Past.open(conn, thread_id)).everything()).turns]
+    thread = shapes.thread_object(created, provider=_provider(conn), preview=await preview_of(conn, thread_id), status=feed.translator.status, turns=turns)
+    return Reply(shapes.session(thread, created, _provider(conn)), then=[("thread/started", {"thread": thread})])
+
+
+async def _turn_before(conn: Connection, thread_id: str, turn_id: str) -> tuple[str | None, int | None]:
+    """The turn before ``turn_id`` (its id), or none at all (at_turn 0: an empty history)."""
+    turns = [turn.id for turn in (await (await Past.open(conn, thread_id)).everything()).turns]
+    if turn_id not in turns:
+        raise RpcError(INVALID_PARAMS, f"no turn {turn_id!r} in this thread")
+    index = turns.index(turn_id)
+    return (turns[index - 1], None) if index > 0 else (None, 0)
+
+
+async def thread_revert(conn: Connection, request: Request) -> dict[str, Any]:
+    """``thread/revert``: ``echs undo`` of ``beforeTurnId`` and every later turn (their
+    files are put back too, where a git snapshot has them)."""
+    thread_id = thread_param(request.params)
+    before = request.params.get("beforeTurnId")
+    if not isinstance(before, str) or not before:
+        raise RpcError(INVALID_PARAMS, "beforeTurnId must name a turn of the thread")
+    await conn.run_op(Undo(thread_id=thread_id, turn_id=before))
+    return {"thread": await _thread_now(conn, thread_id, []), "itemsBackwardsCursor": None, "turnsBackwardsCursor": None}
+
+
+async def thread_rollback(conn: Connection, request: Request) -> dict[str, Any]:
+    """``thread/rollback`` (earlier protocol versions): ``echs undo --turns numTurns``."""
+    thread_id = thread_param(request.params)
+    count = request.params.get("numTurns")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise RpcError(INVALID_PARAMS, "numTurns must be a positive integer")
+    await conn.run_op(Undo(thread_id=thread_id, turns=count))
+    turns = [turn.to_turn() for turn in (await (await Past.open(conn, thread_id)).everything()).turns]
+    return {"thread": await _thread_now(conn, thread_id, turns)}
+
+
+async def _thread_now(conn: Connection, thread_id: str, turns: list[dict[str, Any]]) -> dict[str, Any]:
+    echsd_thread = await conn.run_op(Get(thread_id=thread_id))
+    return shapes.thread_object(echsd_thread, provider=_provider(conn), preview=await preview_of(conn, thread_id), turns=turns)
+
+
 async def thread_goal_get(conn: Connection, request: Request) -> dict[str, Any]:
     await conn.run_op(Get(thread_id=thread_param(request.params)))
     return {"goal": None}  # echsd threads have no goals
@@ -229,4 +287,7 @@ METHODS = {
     "thread/goal/get": thread_goal_get,
     "thread/name/set": thread_name_set,
     "thread/delete": thread_delete,
+    "thread/fork": thread_fork,
+    "thread/revert": thread_revert,
+    "thread/rollback": thread_rollback,
 }

@@ -28,7 +28,10 @@ Mapping (echsd event -> protocol):
   during a turn -> a ``contextCompaction`` item (the protocol's successor of
   ``thread/compacted``); ``plan.updated`` -> ``turn/plan/updated``;
   ``account.rate_limits`` -> ``account/rateLimits/updated``; ``turn.waiting`` ->
-  ``warning`` (the turn waits for a free sub-agent slot).
+  ``warning`` (the turn waits for a free sub-agent slot); ``turn.diff`` ->
+  ``turn/diff/updated``; ``thread.undone`` -> ``thread/reverted``, and the undone turns'
+  events are passed over from then on (and from the start, for the turns the thread
+  object lists in ``undone_turns``).
 
 Not shown, having no counterpart in the protocol: ``run.finished`` (an autonomous run's
 turns are shown as turns), ``history.pruned``, ``input.queued``.
@@ -61,11 +64,13 @@ from echsd.events import (
     ThreadCompacted,
     ThreadConfigured,
     ThreadCreated,
+    ThreadUndone,
     ToolCompleted,
     ToolOutput,
     ToolStarted,
     TurnCompleted,
     TurnDelta,
+    TurnDiff,
     TurnError,
     TurnInterrupted,
     TurnReasoningDelta,
@@ -88,9 +93,11 @@ class ThreadTranslator(ItemEvents, CallEvents):
         client_ids: Mapping[str, str] | None = None,
         context_window: Callable[[str], int | None] | None = None,
         usage_total: Callable[[], Mapping[str, Any]] | None = None,
+        undone: set[str] | None = None,
     ) -> None:
         """``usage_total``: the thread's usage so far (its object's ``usage``), for a
-        translator that has not seen every turn; else the turns' usage is summed."""
+        translator that has not seen every turn; else the turns' usage is summed.
+        ``undone``: turns an undo took back (their events are passed over)."""
         self.thread_id = thread_id
         self.uuid = thread_uuid(thread_id)
         self.keep_turns = keep_turns
@@ -108,6 +115,8 @@ class ThreadTranslator(ItemEvents, CallEvents):
         self.total = {name: 0 for name, _ in USAGE_FIELDS} | {"totalTokens": 0}
         self.cwd_moved_at: int | None = None  # the first seq at which the cwd changed
         self.items_init()
+        self.undone: set[str] = set(undone or ())
+        self._passing: str | None = None  # an undone turn whose events are being passed over
         self.calls_init(Sessions())
 
     # -- the one entry point ----------------------------------------------------------------
@@ -124,8 +133,21 @@ class ThreadTranslator(ItemEvents, CallEvents):
             return []
         kind, handler = found
         data = event.get("data")
+        if self._passed_over(kind, data if isinstance(data, dict) else {}):
+            return []
         ms = int(float(event.get("ts") or 0.0) * 1000)
         return handler(self, kind.of(data if isinstance(data, dict) else {}), ms, seq if isinstance(seq, int) else 0)
+
+    def _passed_over(self, kind: type[EventData], data: Mapping[str, Any]) -> bool:
+        """Whether an event belongs to an undone turn (from its start through its end)."""
+        if kind is TurnStarted:
+            self._passing = str(data.get("turn_id")) if data.get("turn_id") in self.undone else None
+            return self._passing is not None
+        if self._passing is None or kind.type_name.startswith("thread."):
+            return False
+        if kind in TURN_END_STATUS and data.get("turn_id") == self._passing:
+            self._passing = None
+        return True
 
     def seed(self, thread: Mapping[str, Any]) -> None:
         """Start from an echsd thread object instead of the log's beginning: events up to
@@ -249,6 +271,22 @@ class ThreadTranslator(ItemEvents, CallEvents):
         item = {"type": "contextCompaction", "id": f"item-{seq}"}
         return [self._started(item, ms), self._completed(item, ms, ms)]
 
+    def _turn_diff(self, event: TurnDiff, ms: int, seq: int) -> list[Out]:
+        """``turn/diff/updated``: the turn's unified diff (sent once, when the turn has it)."""
+        turn_id = event.turn_id or self.running_turn
+        if not turn_id:
+            return []
+        return [Notify("turn/diff/updated", {"threadId": self.uuid, "turnId": str(turn_id), "diff": str(event.diff or "")})]
+
+    def _undone(self, event: ThreadUndone, ms: int, seq: int) -> list[Out]:
+        """Turns taken back (``thread/revert``, ``echs undo``): they leave the kept turns."""
+        gone = {str(turn_id) for turn_id in event.turn_ids or ()}
+        self.undone |= gone
+        self.turns = [turn for turn in self.turns if turn.id not in gone]
+        if self.last_turn is not None and self.last_turn.id in gone:
+            self.last_turn = self.turns[-1] if self.turns else None
+        return [Notify("thread/reverted", {"threadId": self.uuid})]
+
     def _turn_waiting(self, event: TurnWaiting, ms: int, seq: int) -> list[Out]:
         return [Notify("warning", {"threadId": self.uuid, "message": f"The turn waits: {event.reason or 'no free slot'}"})]
 
@@ -306,6 +344,8 @@ _BY_TYPE: dict[type[EventData], Handler] = {
     PlanUpdated: ThreadTranslator._plan_updated,
     AccountRateLimits: ThreadTranslator._rate_limits,
     TurnWaiting: ThreadTranslator._turn_waiting,
+    TurnDiff: ThreadTranslator._turn_diff,
+    ThreadUndone: ThreadTranslator._undone,
     TurnStarted: ThreadTranslator._turn_started,
     TurnRetry: ThreadTranslator._turn_retry,
     TurnUsage: ThreadTranslator._turn_usage,
