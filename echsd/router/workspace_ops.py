@@ -77,9 +77,13 @@ async def fork(node: LocalNode, op: Fork) -> dict[str, Any]:
         config["cwd"] = prepared.cwd
         if prepared.worktree is not None:
             extra["worktree"] = prepared.worktree
+    turn_id = source.get("turn_id")
+    through = await node.store.read(lambda conn: _turn_end_seq(conn, op.thread_id, turn_id)) if turn_id else 1
+    if source.get("undone_turns"):
+        extra["undone_turns"] = source["undone_turns"]
     try:
         created = await node.supervisor.create_root(
-            node.supervisor.build_config(config), extra, thread_id, (source["items"], source["turn_ids"])
+            node.supervisor.build_config(config), extra, thread_id, (source["items"], source["turn_ids"]), (op.thread_id, through)
         )
     except BaseException:
         if prepared is not None:
@@ -87,6 +91,14 @@ async def fork(node: LocalNode, op: Fork) -> dict[str, Any]:
                 await workspaces.discard(thread_id, prepared.worktree)
         raise
     return {**created, "note": note} if note else created
+
+
+def _turn_end_seq(conn: Conn, thread_id: str, turn_id: str) -> int:
+    """The seq of the event that ended ``turn_id``: a fork's log is the source's up to it."""
+    for event in queries.events_of_types(conn, thread_id, ("turn.completed", "turn.interrupted", "turn.error"), newest_first=True):
+        if event.data.get("turn_id") == turn_id:
+            return event.seq
+    return 1
 
 
 async def _fork_base(source_id: str, source: dict[str, Any]) -> tuple[str | None, str | None]:

@@ -22,6 +22,7 @@ __all__ = [
     "InputRow",
     "ThreadRow",
     "append_items",
+    "copy_events",
     "delete_threads",
     "fold_deltas",
     "insert_input",
@@ -107,6 +108,25 @@ def replace_items(thread_id: str, items: list[dict[str, Any]], turn_ids: list[st
             conn.executemany(_INSERT_ITEM, rows)
 
     return replace
+
+
+def copy_events(source: str, target: str, through_seq: int) -> Statement:
+    """A fork's past: the source's events (and folded gaps) with seqs 2..``through_seq``, at
+    the same seqs under ``target`` (whose own ``thread.created`` is seq 1)."""
+
+    def copy(conn: Conn) -> None:
+        conn.execute(
+            "INSERT INTO events(thread_id, seq, type, ts, data) SELECT ?, seq, type, ts, data FROM events "
+            "WHERE thread_id = ? AND seq >= 2 AND seq <= ?",
+            (target, source, through_seq),
+        )
+        conn.execute(
+            "INSERT INTO event_gaps(thread_id, from_seq, to_seq, reason, ts) SELECT ?, from_seq, to_seq, reason, ts FROM event_gaps "
+            "WHERE thread_id = ? AND from_seq >= 2 AND to_seq <= ?",
+            (target, source, through_seq),
+        )
+
+    return copy
 
 
 def delete_threads(thread_ids: list[str]) -> Statement:

@@ -309,8 +309,10 @@ class Supervisor:
         placed: tuple[str, int] | None = None,
         thread_id: str | None = None,
         history: tuple[list[dict[str, Any]], list[str | None]] | None = None,
+        past: tuple[str, int] | None = None,
     ) -> tuple[ThreadRecord, Unit]:
-        """``history``: items (and their turns) the thread starts with (a fork's)."""
+        """``history``: items (and their turns) the thread starts with, and ``past``: (the
+        thread, the last seq) whose events it starts with (a fork's)."""
         if self._closing:
             raise Unavailable("the daemon is shutting down: no new threads")
         thread_id = thread_id or new_thread_id()
@@ -322,7 +324,11 @@ class Supervisor:
         statements = [ops.upsert_thread(core.to_row()), ops.set_owner(thread_id, node, epoch)]
         if history is not None and history[0]:
             statements.append(ops.replace_items(thread_id, list(history[0]), list(history[1])))
+        if past is not None and past[1] > 1:
+            statements.append(ops.copy_events(past[0], thread_id, past[1]))
         unit = record.log.emit_one(ThreadCreated, {"thread": record.to_object()}, *statements)
+        if past is not None:
+            record.log.last_seq = max(record.log.last_seq, past[1])  # the copied events come next
         return record, unit
 
     async def create_root(
@@ -331,10 +337,11 @@ class Supervisor:
         extra: dict[str, Any] | None = None,
         thread_id: str | None = None,
         history: tuple[list[dict[str, Any]], list[str | None]] | None = None,
+        past: tuple[str, int] | None = None,
     ) -> dict[str, Any]:
         """A thread with no parent, run here."""
         await self.store.writer.wait_room()
-        record, unit = self.register_thread(config, None, extra, thread_id=thread_id, history=history)
+        record, unit = self.register_thread(config, None, extra, thread_id=thread_id, history=history, past=past)
         await unit.wait()
         return record.to_object()
 

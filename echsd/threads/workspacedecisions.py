@@ -163,6 +163,7 @@ class WorkspaceDecisions:
             "turn_id": chosen,
             "compacted_turns": self.compacted_turns,
             "task": self.extra.get("task"),
+            "undone_turns": list(self.extra.get("undone_turns") or ()),
         }
 
     # ---- what the thread's workspace is --------------------------------------------------------
