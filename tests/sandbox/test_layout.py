@@ -114,3 +114,18 @@ def test_hidden_paths_are_never_writable(tmp_path: Path) -> None:
     assert plan.hidden == (str(state.resolve()),)  # what is beneath a hidden directory is hidden with it
     assert plan.may_write(str(tmp_path / "file"))
     assert not plan.may_write(str(state / "token"))
+
+
+def test_a_worktree_under_a_hidden_state_dir_stays_visible_and_the_rest_hidden(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    tree = state / "worktrees" / "proj-1a2b3c4d"
+    (tree / "sub").mkdir(parents=True)
+    (state / "worktrees" / "other-thread").mkdir()
+    (state / "token").write_text("secret")
+    (state / "run").mkdir()
+    plan = layout(policy(tree / "sub", hidden=(str(state),)))
+    assert plan.hidden == tuple(str(p.resolve()) for p in (state / "run", state / "token", state / "worktrees" / "other-thread"))
+    assert plan.may_write(str(tree / "sub" / "file"))
+    assert not plan.may_write(str(state / "token"))
+    whole = layout(policy(state, hidden=(str(state),)))
+    assert whole.hidden == (str(state.resolve()),)  # a hidden cwd stays hidden

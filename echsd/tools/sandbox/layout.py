@@ -6,10 +6,12 @@ the cwd: commits write there) and lists what must stay read-only beneath the wri
 roots: the repository's hooks and config (git runs what they name, later, outside any
 sandbox), also its submodules' (``modules/*/hooks``, ``config``) and its other worktrees'
 ``config.worktree``, a worktree's ``.git`` file (which says where that config lives), and
-the ``.git`` of any other repository at the top of a writable root. The launcher turns a
-layout into kernel rules in the child; the file tools ask ``may_write`` of the same layout,
-so both agree. Only ``stat``/``readlink``-level work: cheap, but it touches the disk, so
-callers run it off the event loop (the launcher runs it in the child).
+the ``.git`` of any other repository at the top of a writable root. The daemon's paths stay
+hidden; a hidden directory holding a writable root (a thread's worktree under the state
+directory) is hidden around it, entry by entry. The launcher turns a layout into kernel
+rules in the child; the file tools ask ``may_write`` of the same layout, so both agree.
+Only ``stat``/``readlink``-level work: cheap, but it touches the disk, so callers run it
+off the event loop (the launcher runs it in the child).
 """
 
 from __future__ import annotations
@@ -92,9 +94,35 @@ def _git_dir_of(dot_git: str) -> str | None:
     return os.path.realpath(target) if os.path.isdir(target) else None
 
 
+def _narrowed(hidden: list[str], roots: list[str]) -> tuple[str, ...]:
+    """The hidden paths, a hidden directory that holds a writable root (a thread's worktree
+    under the daemon's state directory) replaced by its other entries, level by level down
+    to the root: the root stays visible, everything else of the directory stays hidden."""
+    found: list[str] = []
+    pending = list(hidden)
+    while pending:
+        path = pending.pop(0)
+        inside = [root for root in roots if root != path and beneath(root, path)]
+        if not inside or not os.path.isdir(path) or os.path.islink(path):
+            found.append(path)  # the cwd itself hidden stays hidden: narrowing is for what lies beneath
+            continue
+        try:
+            entries = sorted(os.listdir(path))
+        except OSError:
+            continue
+        for entry in entries:
+            child = os.path.join(path, entry)
+            if any(root == child for root in inside):
+                continue  # the root itself: visible
+            pending.append(child)
+    return tuple(found)
+
+
 def layout(policy: SandboxPolicy) -> Layout:
     found = sorted({os.path.realpath(path) for path in policy.hidden if os.path.lexists(path)})
-    hidden = tuple(path for path in found if not any(path != other and beneath(path, other) for other in found))
+    outermost = [path for path in found if not any(path != other and beneath(path, other) for other in found)]
+    visible = [os.path.realpath(root) for root in (policy.cwd, *policy.writable_roots)]
+    hidden = _narrowed(outermost, visible)
     if policy.mode == READ_ONLY or not policy.confines_files:
         return Layout((), (), (), hidden, None)
     roots = [policy.cwd, *([policy.tmpdir] if policy.tmpdir else []), *policy.writable_roots]
