@@ -14,7 +14,6 @@ and reported, unless forced.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +22,7 @@ from echsd.logs import get_logger
 from echsd.threads.workspacedecisions import UndoPlan
 from echsd.threads.workspaces import Workspaces, commit_message
 from echsd.workspace import diff, restore, snapshot, worktree
-from echsd.workspace.repo import Repo, find_repo
+from echsd.workspace.repo import Repo, find_repo, same_path
 
 log = get_logger(__name__)
 
@@ -68,7 +67,7 @@ class TurnWork:
             return None, None
         data = found.to_dict() if found is not None else None
         info = extra.get("worktree")
-        if not isinstance(info, dict) or os.path.realpath(repo.top) != os.path.realpath(info["path"]):
+        if not isinstance(info, dict) or not await same_path(repo.top, info["path"]):
             return data, ({"branch": None, "diff_stat": data["stat"]} if data is not None else None)
         work: dict[str, Any] = {"branch": info["branch"]}
         try:
@@ -115,7 +114,7 @@ class TurnWork:
         done = await restore.restore(repo, starts[0], todo)
         files = {"restored": done.restored, "removed": done.removed, "kept": sorted(kept)}
         info = extra.get("worktree")
-        if isinstance(info, dict) and os.path.realpath(repo.top) == os.path.realpath(info["path"]) and todo:
+        if isinstance(info, dict) and todo and await same_path(repo.top, info["path"]):
             shown = ", ".join(map(str, plan.numbers))
             try:
                 files["commit"] = await worktree.commit_all(info["path"], commit_message(extra, self.thread_id, f"undo of turn(s) {shown}"))

@@ -26,7 +26,7 @@ from echsd.logs import get_logger
 from echsd.workspace import snapshot, worktree
 from echsd.workspace.git import GitMissing
 from echsd.workspace.merge import Merged, merge_branch
-from echsd.workspace.repo import Repo, find_repo, require_repo, resolve_commit
+from echsd.workspace.repo import Repo, find_repo, is_dir, require_repo, resolve_commit, same_path
 
 log = get_logger(__name__)
 
@@ -109,7 +109,7 @@ class Workspaces:
         repos = list(dict.fromkeys([*(extra.get("snapshot_repos") or []), *([info["repo"]] if info else [])]))
         if info is not None and not keep_worktree:
             try:
-                if os.path.isdir(info["path"]):
+                if await is_dir(info["path"]):
                     await worktree.commit_all(info["path"], commit_message(extra, thread_id, "what was left uncommitted when the thread was deleted"))
                 async with self.lock(info["repo"]):
                     await worktree.remove(info["repo"], info["path"])
@@ -117,7 +117,7 @@ class Workspaces:
                 log.warning("cannot remove a deleted thread's worktree", thread_id=thread_id, path=info["path"], error=exc.message)
         for repo_dir in repos:
             try:
-                if os.path.isdir(repo_dir):
+                if await is_dir(repo_dir):
                     await snapshot.prune_refs(repo_dir, snapshot.thread_refs(thread_id))
             except EchsError as exc:
                 log.warning("cannot prune a deleted thread's snapshots", thread_id=thread_id, repo=repo_dir, error=exc.message)
@@ -131,13 +131,13 @@ class Workspaces:
         info = extra.get("worktree")
         if not isinstance(info, dict):
             raise InvalidState(f"thread {thread_id} has no worktree of its own: its changes are in its cwd already, nothing to merge")
-        if os.path.isdir(info["path"]):
+        if await is_dir(info["path"]):
             await worktree.commit_all(info["path"], commit_message(extra, thread_id, "uncommitted work, before a merge"))
         target: Repo = await require_repo(target_cwd)
-        if os.path.realpath(target.common_dir) != os.path.realpath(info["repo"]):
+        if not await same_path(target.common_dir, info["repo"]):
             raise InvalidState(f"{target_cwd} is in another repository than {info['branch']} ({info['repo']})")
         async with self.lock(info["repo"]):
-            if target_worktree is not None and os.path.realpath(target.top) == os.path.realpath(target_worktree):
+            if target_worktree is not None and await same_path(target.top, target_worktree):
                 await worktree.commit_all(target.top, f"echs: work in progress, before merging {info['branch']}")
             task = str(extra.get("task") or "")
             message = f"Merge {info['branch']} (echsd thread {thread_id})" + (f": {task}" if task else "")

@@ -46,6 +46,15 @@ def _git_above(path: str) -> bool:
         directory = parent
 
 
+async def is_dir(path: str) -> bool:
+    return await trio.to_thread.run_sync(os.path.isdir, path)
+
+
+async def same_path(first: str, second: str) -> bool:
+    """Whether two paths name the same place (symlinks followed), asked off the event loop."""
+    return await trio.to_thread.run_sync(lambda: os.path.realpath(first) == os.path.realpath(second))
+
+
 async def find_repo(cwd: str) -> Repo | None:
     """The repository ``cwd`` is in, or None outside any work tree (a bare repository's
     directory, or no repository at all). ``GitMissing`` without git."""

@@ -61,7 +61,7 @@ async def commit_all(worktree: str, message: str) -> str | None:
 
 async def remove(repo_dir: str, path: str) -> None:
     """Remove the worktree (its branch stays); a directory already gone is only pruned."""
-    if os.path.isdir(path):
+    if await trio.to_thread.run_sync(os.path.isdir, path):
         await git(["worktree", "remove", "--force", "--force", path], cwd=repo_dir)
     else:
         await git(["worktree", "prune"], cwd=repo_dir)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 IDENTITY = ["-c", "user.name=Test User", "-c", "user.email=test@example.com"]
 
@@ -92,3 +94,12 @@ def prune_new_snapshot_refs(before: ProjectGit) -> None:
     new = sorted(set(now.snapshot_refs) - set(before.snapshot_refs))
     if new:
         subprocess.run(["git", "update-ref", "--stdin"], cwd=now.top, input="".join(f"delete {ref}\n" for ref in new), text=True, check=False)
+
+
+def echs_ok(state: Path, *args: str) -> Any:
+    """``echs ARGS --json`` that must succeed: its JSON."""
+    from tests.cli.helpers import echs
+
+    result = echs(state, *args, "--json")
+    assert result.returncode == 0, (args, result.stderr)
+    return json.loads(result.stdout)

@@ -9,29 +9,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
-
-import pytest
+from typing import Any
 
 from tests.cli.helpers import Serve, echs, json_lines
 from tests.helpers import mock_directive
-from tests.workspace.gitrepo import UserState, make_repo, run_git, worktrees
-
-
-@pytest.fixture(scope="module")
-def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    daemon = Serve(tmp_path_factory.mktemp("worktrees") / "state")
-    yield daemon
-    try:
-        daemon.terminate()
-    finally:
-        daemon.kill()
-
-
-def ok(state: Path, *args: str) -> Any:
-    result = echs(state, *args, "--json")
-    assert result.returncode == 0, (args, result.stderr)
-    return json.loads(result.stdout)
+from tests.workspace.gitrepo import UserState, echs_ok, make_repo, run_git, worktrees
 
 
 def child_task(name: str) -> str:
@@ -47,7 +29,7 @@ def test_three_children_in_worktrees_then_merge_and_conflict(serve: Serve, tmp_p
     state = serve.state_dir
     repo = make_repo(tmp_path / "proj", {"shared.txt": "base\n", "src/other.py": "x = 1\n"})
     before = UserState.of(repo)
-    parent = ok(state, "new", "--cwd", str(repo))["thread_id"]
+    parent = echs_ok(state, "new", "--cwd", str(repo))["thread_id"]
     steps = [{"calls": [spawn("alpha"), spawn("beta"), spawn("gamma")]}, {"calls": [{"name": "wait_agents", "arguments": {}}]}, {"text": "all three are done"}]
     sent = echs(state, "send", parent, "fan out\n" + mock_directive(steps), "--wait", "--json")
     assert sent.returncode == 0, sent.stderr
@@ -66,7 +48,7 @@ def test_three_children_in_worktrees_then_merge_and_conflict(serve: Serve, tmp_p
         done = completed[answer["agent_id"]]
         assert done["status"] == "completed" and done["branch"] == answer["branch"]
         assert done["diff_stat"] == {"files": 1, "insertions": 1, "deletions": 1}
-        shown = ok(state, "show", answer["agent_id"])
+        shown = echs_ok(state, "show", answer["agent_id"])
         assert shown["worktree"] == {"path": answer["worktree"], "branch": answer["branch"]}
         assert shown["config"]["cwd"] == answer["worktree"]
         branch_file = run_git(repo, "show", f"{answer['branch']}:shared.txt")
@@ -79,7 +61,7 @@ def test_three_children_in_worktrees_then_merge_and_conflict(serve: Serve, tmp_p
     assert spawned[0]["branch"] in plain.stdout and "worktree" in plain.stdout
 
     first, second = children[0], children[1]
-    merged = ok(state, "merge", first)
+    merged = echs_ok(state, "merge", first)
     assert merged["how"] == "fast-forward" and merged["into"] == "main"
     after_first = UserState.of(repo)
     assert (repo / "shared.txt").read_text() == run_git(repo, "show", f"{spawned[0]['branch']}:shared.txt")
@@ -90,7 +72,7 @@ def test_three_children_in_worktrees_then_merge_and_conflict(serve: Serve, tmp_p
     assert (repo / "shared.txt").read_text() == run_git(repo, "show", f"{spawned[0]['branch']}:shared.txt")
 
     assert len(worktrees(repo)) == 4
-    deleted = ok(state, "rm", parent)["deleted"]
+    deleted = echs_ok(state, "rm", parent)["deleted"]
     assert set(deleted) == {parent, *children}
     assert worktrees(repo) == [str(repo)]  # the worktrees went with the threads ...
     assert len(run_git(repo, "branch", "--list", "echs/*").split()) == 3  # ... their branches stayed
@@ -106,23 +88,23 @@ def test_new_with_worktree_and_rm_keep_worktree(serve: Serve, tmp_path: Path) ->
     assert made.returncode == 0, made.stderr
     tid = made.stdout.strip()
     assert "worktree" in made.stderr and "echs/" in made.stderr
-    thread = ok(state, "show", tid)
+    thread = echs_ok(state, "show", tid)
     path = Path(thread["worktree"]["path"])
     assert path.is_relative_to(state / "worktrees")  # under the state dir by default
     assert thread["config"]["cwd"] == str(path / "sub")  # the same subdirectory of the worktree
     assert thread["worktree"]["branch"] == "echs/" + tid.removeprefix("thr_")[:8]
     assert (path / "a.txt").read_text() == "uncommitted\n" and (path / "untracked.txt").read_text() == "new\n"  # what the cwd held
     assert (repo / "a.txt").read_text() == "uncommitted\n"
-    base = ok(state, "new", "--cwd", str(repo), "--worktree", "--base", "main")
+    base = echs_ok(state, "new", "--cwd", str(repo), "--worktree", "--base", "main")
     base_path = Path(base["worktree"]["path"])
     assert (base_path / "a.txt").read_text() == "committed\n" and not (base_path / "untracked.txt").exists()
     bad = echs(state, "new", "--cwd", str(repo), "--worktree", "--base", "no-such-ref")
     assert bad.returncode == 1 and "no-such-ref" in bad.stderr
     assert echs(state, "new", "--base", "main").returncode == 2  # --base without --worktree
 
-    kept = ok(state, "rm", tid, "--keep-worktree")
+    kept = echs_ok(state, "rm", tid, "--keep-worktree")
     assert kept["deleted"] == [tid] and path.is_dir() and str(path) in worktrees(repo)
-    ok(state, "rm", base["thread_id"])
+    echs_ok(state, "rm", base["thread_id"])
     assert not base_path.exists()
     run_git(repo, "worktree", "remove", "--force", str(path))  # the kept one is the user's to remove
     assert worktrees(repo) == [str(repo)]
@@ -133,5 +115,5 @@ def test_new_with_worktree_and_rm_keep_worktree(serve: Serve, tmp_path: Path) ->
     assert outside.returncode == 0, outside.stderr
     answer = json.loads(outside.stdout)
     assert answer["worktree"] is None and "not in a git repository" in answer["note"]
-    assert ok(state, "show", answer["thread_id"])["config"]["cwd"] == str(plain)
-    ok(state, "rm", answer["thread_id"])
+    assert echs_ok(state, "show", answer["thread_id"])["config"]["cwd"] == str(plain)
+    echs_ok(state, "rm", answer["thread_id"])
