@@ -117,7 +117,7 @@ class TurnWork:
         if isinstance(info, dict) and todo and await same_path(repo.top, info["path"]):
             shown = ", ".join(map(str, plan.numbers))
             try:
-                files["commit"] = await worktree.commit_all(info["path"], commit_message(extra, self.thread_id, f"undo of turn(s) {shown}"))
+                files["commit"] = await worktree.commit_all(info["path"], commit_message(extra, self.thread_id, f"turn(s) {shown} undone", f"undo turn{'s' if len(plan.numbers) > 1 else ''} {shown}"))
             except EchsError as exc:
                 files["commit_error"] = exc.message
         return files

@@ -70,7 +70,8 @@ class Workspaces:
             elif base is not None:
                 start = await resolve_commit(repo, base)
             else:  # what the cwd's work tree holds now, uncommitted changes too
-                start = (await snapshot.take(repo, None, f"echsd: the state {thread_id} starts from", scope=snapshot.WHOLE_TREE)).commit
+                message = f"echsd: {repo.top} as {thread_id} found it, uncommitted changes included"
+                start = (await snapshot.take(repo, None, message, scope=snapshot.WHOLE_TREE)).commit
             branch = await worktree.free_branch(repo, thread_id)
             path = await trio.to_thread.run_sync(self._free_path, f"{repo.name}-{branch.rsplit('/', 1)[-1]}")
             await worktree.add(repo, path, branch, start)
@@ -144,7 +145,9 @@ class Workspaces:
             return await merge_branch(target, info["branch"], message)
 
 
-def commit_message(extra: dict[str, Any], thread_id: str, what: str) -> str:
-    """An echsd commit's message: the thread's task first, then what the commit holds."""
+def commit_message(extra: dict[str, Any], thread_id: str, what: str, headline: str | None = None) -> str:
+    """An echsd commit's message: the thread's task (or ``headline``) first, then what the
+    commit holds and whose it is."""
     task = str(extra.get("task") or "").strip() or "(no task yet)"
-    return f"echs: {task}\n\nThread {thread_id}: {what}.\nCommitted by echsd."
+    body = f"Task: {task}\n" if headline else ""
+    return f"echs: {headline or task}\n\n{body}Thread {thread_id}: {what}.\nCommitted by echsd."
