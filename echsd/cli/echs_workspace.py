@@ -21,9 +21,9 @@ GIT_TIMEOUT_S = KILL_TIMEOUT_S * 4  # git work on a big repository takes its tim
 @json_option
 @click.pass_context
 def diff(ctx: click.Context, thread_id: str, turn: int | None) -> None:
-    """Show what a turn changed in the thread's cwd, as a unified diff.
+    """Show what a turn changed, as a diff.
 
-    In colour on a terminal, plain in a pipe; --json gives {turn, turn_id, paths,
+    What the turn changed in the thread's cwd, as a unified diff. In colour on a terminal, plain in a pipe; --json gives {turn, turn_id, paths,
     diff, truncated, stat}.
     """
     options = options_of(ctx)
@@ -78,9 +78,10 @@ def undo(ctx: click.Context, thread_id: str, turns: int, force: bool) -> None:
 @json_option
 @click.pass_context
 def fork(ctx: click.Context, thread_id: str, at_turn: int | None, worktree: bool) -> None:
-    """Create a new thread with this one's config and history up to a turn.
+    """Branch a thread: its history up to a turn.
 
-    Prints the new thread's id; it runs on its own from then on.
+    A new thread with this one's config and history up to the end of a turn. Prints the
+    new thread's id; it runs on its own from then on.
     """
     options = options_of(ctx)
 
@@ -100,9 +101,9 @@ def fork(ctx: click.Context, thread_id: str, at_turn: int | None, worktree: bool
 @json_option
 @click.pass_context
 def merge(ctx: click.Context, thread_id: str) -> None:
-    """Merge a finished thread's branch into its parent's worktree or current branch.
+    """Merge a finished thread's branch.
 
-    For a thread made with `echs new --worktree` (no parent): into the work tree it
+    Into its parent's worktree or current branch; for a thread made with `echs new --worktree` (no parent): into the work tree it
     was made from. A fast-forward if it can be, else a merge commit. A merge that
     would conflict (or overwrite your uncommitted changes) changes nothing and names
     the files (exit 1).

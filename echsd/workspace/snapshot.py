@@ -73,8 +73,9 @@ async def take(repo: Repo, ref: str | None, message: str, scope: str = CWD) -> S
     """Record the work tree (within ``scope``) as a commit on ``ref`` (None: no ref, the
     commit is kept by whatever refers to it next). A clean tree's snapshot is HEAD itself."""
     tree = await tree_of(repo, scope)
-    head = await head_commit(repo)
-    if head is not None and tree == (await git(["rev-parse", f"{head}^{{tree}}"], cwd=repo.cwd)).text:
+    found = await git(["rev-parse", "HEAD^{commit}", "HEAD^{tree}"], cwd=repo.cwd, ok=(0, 128))  # one call: HEAD and its tree
+    head, head_tree = found.lines() if found.code == 0 and len(found.lines()) == 2 else (None, None)
+    if head is not None and tree == head_tree:
         commit = head
     else:
         parents = ["-p", head] if head else []

@@ -53,3 +53,10 @@ def test_web_bench_runs() -> None:
     result = bench_web.main(["--quick", "--threads=3"])
     assert result["scrape"]["p50_ms"] > 0 and result["scrape"]["bytes"] > 0 and result["raw_static_get"]["p50_ms"] > 0
     assert result["change_to_page"]["page_sse"]["p50_ms"] > 0 and result["change_to_page"]["raw_wire_subscriber"]["p50_ms"] > 0
+
+
+def test_workspace_bench_runs() -> None:
+    from bench import bench_workspace
+
+    result = bench_workspace.main(["--runs=2", "--files=30"])
+    assert result["turn_plain_p50_ms"] > 0 and result["turn_repo_p50_ms"] > 0 and result["raw_git_p50_ms"] > 0

@@ -131,7 +131,15 @@ async def test_a_parent_on_node_a_waits_for_lists_steers_and_kills_its_child_on_
         waited = outputs["wait_agents"]
         assert waited["timed_out"] is False
         assert waited["agents"] == [
-            {"agent_id": child, "agent_type": None, "state": "idle", "status": "completed", "final_message": "child answer here"}
+            {
+                "agent_id": child,
+                "agent_type": None,
+                "state": "idle",
+                "status": "completed",
+                "final_message": "child answer here",
+                "branch": None,
+                "diff_stat": None,
+            }
         ]
         assert outputs["send_to_agent"]["disposition"] in ("started", "queued")
         assert outputs["kill_agent"] == {"agent_id": child, "killed": [child]}
