@@ -34,6 +34,8 @@ class ThreadView(Protocol):
     def compaction(self) -> int | None: ...
     @property
     def active_turn(self) -> str | None: ...
+    @property
+    def workspace_busy(self) -> str | None: ...
 
 
 class BusyProcesses(Protocol):
@@ -125,7 +127,7 @@ def waiting_on(core: ThreadView, activity: Activity | None, *, last_event_at: fl
         return {"kind": "paused", "queued": core.queued}
     if state is ThreadState.IDLE:
         if core.queued:
-            behind = "compaction" if core.compaction is not None else "the thread's next turn"
+            behind = "compaction" if core.compaction is not None else core.workspace_busy or "the thread's next turn"  # e.g. "an undo"
             return {"kind": "queue", "queued": core.queued, "behind": behind}
         return None
     found = _turn_wait(activity, now, last_event_at) if activity is not None else None

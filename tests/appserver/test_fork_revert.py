@@ -49,7 +49,8 @@ async def test_fork_through_a_turn_and_before_a_turn(client: AppClient, appd: An
     forked = await client.call("thread/fork", {"threadId": thread_uuid(source), "lastTurnId": turns[0]})
     thread = forked["thread"]
     assert thread["forkedFromId"] == thread_uuid(source) and [t["id"] for t in thread["turns"]] == [turns[0]]
-    assert client.of_method("thread/started")[-1]["thread"]["id"] == thread["id"]
+    started = await client.notification("thread/started")  # follows the answer
+    assert started["thread"]["id"] == thread["id"]
     fork_id = thread["name"]
     assert (await appd.ops.get_thread(fork_id))["forked_at_turn"] == 1
     new_turn = await client.run_turn(thread["id"], "on the fork\n" + mock_directive({"text": "forked reply"}))
