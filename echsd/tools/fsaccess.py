@@ -19,6 +19,7 @@ import os
 import stat
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -51,21 +52,48 @@ def resolve(cwd: Path, raw: str) -> Path:
     return path if path.is_absolute() else cwd / path
 
 
-def hidden_paths(policy: SandboxPolicy | None) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class HiddenPaths:
+    """The paths a thread's sandbox hides from its commands, and the thread's own roots (its
+    cwd, its writable roots) that stay visible beneath them: a worktree thread's cwd lies in
+    the daemon's state directory, and its commands see it (``layout._narrowed``)."""
+
+    hidden: tuple[str, ...] = ()
+    visible: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.hidden)
+
+    def covers(self, real: str) -> bool:
+        """Whether the real path ``real`` is hidden (both sets resolved: ``hidden_roots``)."""
+        for root in self.hidden:
+            if beneath(real, root) and not any(seen != root and beneath(seen, root) and beneath(real, seen) for seen in self.visible):
+                return True
+        return False
+
+
+NOTHING_HIDDEN = HiddenPaths()
+
+
+def hidden_paths(policy: SandboxPolicy | None) -> HiddenPaths:
     """The paths a thread's sandbox hides from its commands (none when nothing confines them)."""
-    return policy.hidden if policy is not None and policy.confined else ()
+    if policy is None or not policy.confined or not policy.hidden:
+        return NOTHING_HIDDEN
+    return HiddenPaths(policy.hidden, (policy.cwd, *policy.writable_roots))
 
 
-def hidden_roots(hidden: tuple[str, ...]) -> tuple[str, ...]:
+def hidden_roots(hidden: HiddenPaths) -> HiddenPaths:
     """``hidden`` as real paths (blocking: call it in the worker thread)."""
-    return tuple(os.path.realpath(path) for path in hidden)
+    if not hidden:
+        return NOTHING_HIDDEN
+    return HiddenPaths(tuple(os.path.realpath(path) for path in hidden.hidden), tuple(os.path.realpath(path) for path in hidden.visible))
 
 
-def is_hidden(real: str, roots: tuple[str, ...]) -> bool:
-    return any(beneath(real, root) for root in roots)
+def is_hidden(real: str, roots: HiddenPaths) -> bool:
+    return roots.covers(real)
 
 
-def refuse_hidden(shown: Path | str, roots: tuple[str, ...], *, fd: int | None = None, what: str = "read") -> None:
+def refuse_hidden(shown: Path | str, roots: HiddenPaths, *, fd: int | None = None, what: str = "read") -> None:
     """ToolError if ``shown`` (or the file open as ``fd``) is one of the daemon's hidden paths."""
     if not roots:
         return

@@ -24,7 +24,7 @@ import trio
 
 from echsd.tools import strays
 from echsd.tools.base import ToolContext, ToolError, ToolResult, ToolSpec
-from echsd.tools.fsaccess import Budget, hidden_paths, hidden_roots, is_hidden, off_loop, os_error_text, refuse_hidden, resolve, whole_number
+from echsd.tools.fsaccess import NOTHING_HIDDEN, Budget, HiddenPaths, hidden_paths, hidden_roots, is_hidden, off_loop, os_error_text, refuse_hidden, resolve, whole_number
 from echsd.tools.grep_walk import walk_matches
 from echsd.tools.ignore_rules import GlobError, IncludeGlobs
 from echsd.tools.process import command_env
@@ -87,7 +87,7 @@ class GrepFiles:
         return ToolResult("\n".join(ordered[: min(limit, MAX_LIMIT)]), meta={"searcher": searcher})
 
 
-def _check_paths(path: str, cwd: Path, hidden: tuple[str, ...] = ()) -> None:
+def _check_paths(path: str, cwd: Path, hidden: HiddenPaths = NOTHING_HIDDEN) -> None:
     """The search path must exist, and the cwd too: ripgrep runs there and globs are relative
     to it. Not one the thread's sandbox ``hidden``."""
     try:
@@ -187,7 +187,7 @@ def python_search(pattern: str, include: str | None, search_path: str, cwd: Path
     return found
 
 
-def newest_first(paths: list[str], budget: Budget, hidden: tuple[str, ...] = ()) -> list[str]:
+def newest_first(paths: list[str], budget: Budget, hidden: HiddenPaths = NOTHING_HIDDEN) -> list[str]:
     """``paths`` by modification time, newest first, ties by path; vanished ones dropped, and
     those the thread's sandbox ``hidden`` (a match there must not even be told)."""
     roots = hidden_roots(hidden)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from echsd.tools.base import ToolContext, ToolError, ToolResult, ToolSpec
-from echsd.tools.fsaccess import Budget, hidden_paths, hidden_roots, is_hidden, lossy_prefix, off_loop, os_error_text, refuse_hidden, resolve, whole_number
+from echsd.tools.fsaccess import NOTHING_HIDDEN, Budget, HiddenPaths, hidden_paths, hidden_roots, is_hidden, lossy_prefix, off_loop, os_error_text, refuse_hidden, resolve, whole_number
 
 DEFAULT_LIMIT = 25
 DEFAULT_DEPTH = 2
@@ -77,7 +77,7 @@ class ListDir:
         return ToolResult("\n".join([f"Absolute path: {path}", *lines]))
 
 
-def list_entries(path: Path, offset: int, limit: int, depth: int, budget: Budget, hidden: tuple[str, ...] = ()) -> list[str]:
+def list_entries(path: Path, offset: int, limit: int, depth: int, budget: Budget, hidden: HiddenPaths = NOTHING_HIDDEN) -> list[str]:
     """The formatted page of entries (runs in a worker thread). A directory the thread's
     sandbox ``hidden`` is refused, and shown empty where the walk meets it (as its commands
     see it)."""
@@ -102,7 +102,7 @@ def list_entries(path: Path, offset: int, limit: int, depth: int, budget: Budget
     return lines
 
 
-def _walk(root: Path, depth: int, budget: Budget, counter: list[int], hidden: tuple[str, ...] = ()) -> Iterator[Entry]:
+def _walk(root: Path, depth: int, budget: Budget, counter: list[int], hidden: HiddenPaths = NOTHING_HIDDEN) -> Iterator[Entry]:
     """Every entry within ``depth`` levels, breadth first; unreadable and ``hidden``
     subdirectories are leaves."""
     queue: deque[tuple[str, str, int]] = deque([(str(root), "", depth)])

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from echsd.tools.base import ToolContext, ToolError, ToolResult, ToolSpec
-from echsd.tools.fsaccess import Budget, hidden_paths, hidden_roots, lossy_prefix, off_loop, open_regular, os_error_text, refuse_hidden, resolve, whole_number
+from echsd.tools.fsaccess import NOTHING_HIDDEN, Budget, HiddenPaths, hidden_paths, hidden_roots, lossy_prefix, off_loop, open_regular, os_error_text, refuse_hidden, resolve, whole_number
 from echsd.tools.indent_block import LineInfo, block_range, is_comment, measure_indent
 
 DEFAULT_LIMIT = 2000
@@ -129,7 +129,7 @@ def _parse_indentation(raw: dict[str, Any], offset: int, limit: int) -> Indentat
     return Indentation(anchor_line, whole_number(raw, "max_levels", 0), flags["include_siblings"], flags["include_header"], max_lines)
 
 
-def read_lines(request: ReadRequest, budget: Budget, hidden: tuple[str, ...] = ()) -> list[str]:
+def read_lines(request: ReadRequest, budget: Budget, hidden: HiddenPaths = NOTHING_HIDDEN) -> list[str]:
     """The numbered lines the request asks for (runs in a worker thread); none of a path
     the thread's sandbox ``hidden``."""
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from echsd.tools.base import ToolContext, ToolError, ToolResult, ToolSpec
-from echsd.tools.fsaccess import Budget, hidden_paths, hidden_roots, off_loop, open_regular, os_error_text, refuse_hidden, resolve
+from echsd.tools.fsaccess import NOTHING_HIDDEN, Budget, HiddenPaths, hidden_paths, hidden_roots, off_loop, open_regular, os_error_text, refuse_hidden, resolve
 from echsd.tools.prompt_image import MAX_FILE_BYTES, ImageError, PromptImage, prepare
 
 SPEC = ToolSpec(
@@ -45,7 +45,7 @@ class ViewImage:
         return ToolResult([{"type": "input_image", "image_url": image.data_url()}], meta={"image": meta})
 
 
-def load_image(path: Path, budget: Budget, hidden: tuple[str, ...] = ()) -> PromptImage:
+def load_image(path: Path, budget: Budget, hidden: HiddenPaths = NOTHING_HIDDEN) -> PromptImage:
     """Read and prepare the image at ``path`` (runs in a worker thread), unless the
     thread's sandbox ``hidden`` it."""
     try:

@@ -7,6 +7,7 @@ was not written or the connection not opened, not only what the command printed.
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -189,3 +190,36 @@ def test_changing_the_sandbox_alone_takes_the_default_network_along(serve: Serve
     assert network_after(chosen, "sandbox=read-only") == "on"
     assert network_after(chosen, "sandbox=full-access", "network=off") == "off"
     assert network_after(chosen, "sandbox=workspace-write") == "off"
+
+
+def test_a_worktree_threads_file_tools_read_its_worktree_under_the_hidden_state_dir(serve: Serve, dirs: dict[str, Path]) -> None:
+    """A worktree thread's cwd lies in the daemon's state directory, which its sandbox hides:
+    its file tools see the worktree as its commands do, and nothing else of the state."""
+    repo = dirs["cwd"]
+    for args in (["init", "-q", "-b", "main"], ["add", "notes.txt"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first"]):
+        if args[0] == "add":
+            (repo / "notes.txt").write_text("needle in the worktree\n")
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    made = echs(serve.state_dir, "new", "--cwd", str(repo), "--worktree", "--json")
+    assert made.returncode == 0, made.stderr
+    tid, tree = json.loads(made.stdout)["thread_id"], Path(json.loads(made.stdout)["worktree"]["path"])
+    assert tree.is_relative_to(serve.state_dir)
+    token = (serve.state_dir / "token").read_text().strip()
+    outputs = run_calls(
+        serve,
+        tid,
+        [
+            shell("cat notes.txt"),
+            {"name": "read_file", "arguments": {"file_path": "notes.txt"}},
+            {"name": "list_dir", "arguments": {"dir_path": str(tree)}},
+            {"name": "grep_files", "arguments": {"pattern": "needle", "path": str(tree)}},
+            {"name": "read_file", "arguments": {"file_path": str(serve.state_dir / "token")}},
+            {"name": "grep_files", "arguments": {"pattern": token[:12], "path": str(serve.state_dir.parent)}},
+        ],
+    )
+    command, read, listed, found, token_read, token_search = outputs
+    assert "needle in the worktree" in command and "needle in the worktree" in read, outputs
+    assert "notes.txt" in listed and str(tree / "notes.txt") in found, outputs
+    assert "the daemon's own" in token_read and token not in token_read, token_read
+    assert token_search == "No matches found.", token_search
+    assert echs(serve.state_dir, "rm", tid).returncode == 0
