@@ -122,9 +122,10 @@ class Fork(Op):
     timeout_s=300.0,
     notes="The thread must have a worktree and no running turn; whatever its worktree holds uncommitted is "
     "committed on its branch first. The target is its parent's cwd (committed first when the parent has a "
-    "worktree of its own), or for a thread without a parent the work tree it was made from. A merge that "
-    "would conflict, or overwrite uncommitted changes there, is refused with `conflict` naming the files, and "
-    "changes nothing.",
+    "worktree of its own), or for a thread without a parent the work tree it was made from. Uncommitted "
+    "changes there that the thread's worktree was made with, still unchanged and unstaged, come back with its "
+    "branch (which holds them). A merge that would conflict, or overwrite other uncommitted changes, is refused "
+    "with `conflict` naming the files, and changes nothing.",
 )
 class Merge(Op):
     """Merges a finished thread's branch into its parent's worktree or current branch."""

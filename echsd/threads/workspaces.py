@@ -142,7 +142,8 @@ class Workspaces:
                 await worktree.commit_all(target.top, f"echs: work in progress, before merging {info['branch']}")
             task = str(extra.get("task") or "")
             message = f"Merge {info['branch']} (echsd thread {thread_id})" + (f": {task}" if task else "")
-            return await merge_branch(target, info["branch"], message)
+            made_here = info.get("origin") and await same_path(target.top, str(info["origin"]))
+            return await merge_branch(target, info["branch"], message, started_from=info.get("base") if made_here else None)
 
 
 def commit_message(extra: dict[str, Any], thread_id: str, what: str, headline: str | None = None) -> str:

@@ -162,8 +162,9 @@ class MergeAgent:
     spec = ToolSpec(
         "merge_agent",
         "Merge the branch of one of your sub-agents that worked in a worktree (isolation: worktree) into your "
-        "files: a fast-forward, else a merge commit. The agent must be done (not running). If the merge would "
-        "conflict, or overwrite changes you have not committed, nothing is changed and the files are named.",
+        "files: a fast-forward, else a merge commit. The agent must be done (not running). Your uncommitted changes "
+        "it started from come back with its branch; if the merge would conflict, or overwrite changes you made "
+        "since, nothing is changed and the files are named.",
         {"type": "object", "properties": {"agent_id": {"type": "string"}}, "required": ["agent_id"], "additionalProperties": False},
         parallel_safe=False,
         writes=True,

@@ -4,18 +4,24 @@ Before anything is touched, the merge is worked out without the work tree: a fas
 if the target's HEAD is an ancestor of the branch, else ``git merge-tree --write-tree``
 (the merge computed in the object store alone), which names the conflicting files. Files
 the merge would change that have uncommitted changes in the target are refused the same
-way. Only a merge known to be clean runs in the target (``git merge --ff-only`` or
-``git merge --no-ff``, with the user's hooks); if git still fails there, ``merge --abort``
-puts the target back. Either way a refused merge leaves the target's tree, index and
-branch as they were.
+way, but for ``carried`` ones: uncommitted changes that the branch itself started from (a
+thread's worktree made from this very work tree, its work in progress included), still as
+they were then and not staged. Those are in the branch already, so they are set aside
+(written back as HEAD has them) for the merge, which then brings them back with the
+branch's work; if the merge fails they are put back as they were. Only a merge known to be
+clean runs in the target (``git merge --ff-only`` or ``git merge --no-ff``, with the user's
+hooks); if git still fails there, ``merge --abort`` puts the target back. Either way a
+refused merge leaves the target's tree, index and branch as they were.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from echsd.workspace.git import ECHSD_IDENTITY, GitFailed, MergeConflict, git
 from echsd.workspace.repo import Repo, current_branch, head_commit, is_ancestor
+from echsd.workspace.restore import restore
+from echsd.workspace.snapshot import WHOLE_TREE, tree_of
 from echsd.workspace.worktree import pending
 
 
@@ -31,37 +37,58 @@ class Merged:
         return {"target": self.target, "branch": self.branch, "into": self.into, "commit": self.commit, "how": self.how}
 
 
-async def merge_branch(target: Repo, branch: str, message: str) -> Merged:
+async def merge_branch(target: Repo, branch: str, message: str, started_from: str | None = None) -> Merged:
     """Merge ``branch`` into the work tree ``target``; ``MergeConflict`` (nothing changed)
-    when it would conflict or overwrite uncommitted changes."""
-    into = await current_branch(target)
-    ours = await head_commit(target)
-    theirs = (await git(["rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}"], cwd=target.cwd)).text
-    if ours is not None and await is_ancestor(target, theirs, ours):
-        return Merged(target.top, branch, into, ours, "up-to-date")
-    changed = await _changed_by_merge(target, ours, theirs)
-    dirty = sorted(set(await pending(target.top)) & set(changed))
+    when it would conflict or overwrite uncommitted changes. ``started_from``: the commit the
+    branch was made from when that was this work tree's state (its uncommitted changes
+    still as they were then are carried, not in the way)."""
+    top = replace(target, cwd=target.top, prefix="")  # paths below are relative to the top
+    into = await current_branch(top)
+    ours = await head_commit(top)
+    theirs = (await git(["rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}"], cwd=top.cwd)).text
+    if ours is not None and await is_ancestor(top, theirs, ours):
+        return Merged(top.top, branch, into, ours, "up-to-date")
+    changed = await _changed_by_merge(top, ours, theirs)
+    dirty = sorted(set(await pending(top.top)) & set(changed))
+    carried: list[str] = []
+    now: str | None = None  # the work tree as it is, when something is carried
+    if dirty and started_from is not None and ours is not None:
+        now = await tree_of(top, WHOLE_TREE)
+        carried, dirty = await _carried(top, started_from, now, dirty)
     if dirty:
         raise MergeConflict(
-            f"merging {branch} into {target.top} would overwrite uncommitted changes to {_listed(dirty)}; "
+            f"merging {branch} into {top.top} would overwrite uncommitted changes to {_listed(dirty)}; "
             "commit or stash them, then merge again (nothing was changed)",
             dirty,
         )
-    fast_forward = ours is None or await is_ancestor(target, ours, theirs)
+    fast_forward = ours is None or await is_ancestor(top, ours, theirs)
     if not fast_forward:
-        conflicts = await _merge_conflicts(target, ours, theirs)  # type: ignore[arg-type]
+        conflicts = await _merge_conflicts(top, ours, theirs)  # type: ignore[arg-type]
         if conflicts:
-            raise MergeConflict(f"merging {branch} into {target.top} conflicts in {_listed(conflicts)} (nothing was changed)", conflicts)
-    env = await _identity(target)
+            raise MergeConflict(f"merging {branch} into {top.top} conflicts in {_listed(conflicts)} (nothing was changed)", conflicts)
+    env = await _identity(top)
     args = ["merge", "--ff-only", branch] if fast_forward else ["merge", "--no-ff", "--no-edit", "-m", message, branch]
+    if carried:
+        await restore(top, "HEAD", carried)  # set aside: the branch brings them back
     try:
-        await git([*args], cwd=target.top, env=env)
+        await git([*args], cwd=top.top, env=env)
     except GitFailed:
-        await git(["merge", "--abort"], cwd=target.top, ok=(0, 128))
+        await git(["merge", "--abort"], cwd=top.top, ok=(0, 128))
+        if carried and now is not None:
+            await restore(top, now, carried)
         raise
-    head = await head_commit(target)
+    head = await head_commit(top)
     assert head is not None
-    return Merged(target.top, branch, into, head, "fast-forward" if fast_forward else "merge")
+    return Merged(top.top, branch, into, head, "fast-forward" if fast_forward else "merge")
+
+
+async def _carried(top: Repo, started_from: str, now: str, dirty: list[str]) -> tuple[list[str], list[str]]:
+    """``dirty`` split into the changes the branch started from (unstaged, and the same
+    now as in ``started_from``) and those in the way."""
+    staged = await git(["diff", "--cached", "--name-only", "-z", "--no-renames", "HEAD"], cwd=top.top)
+    since = await git(["diff", "--name-only", "-z", "--no-renames", started_from, now], cwd=top.top)
+    blocked = set(staged.fields()) | set(since.fields())
+    return [path for path in dirty if path not in blocked], [path for path in dirty if path in blocked]
 
 
 async def _changed_by_merge(target: Repo, ours: str | None, theirs: str) -> list[str]:

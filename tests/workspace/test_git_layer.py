@@ -4,12 +4,13 @@ succeed or change nothing, and clear errors without git or outside a repository.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from echsd.workspace import diff, merge, restore, snapshot, worktree
-from echsd.workspace.git import GitMissing, MergeConflict, NotARepository, git
+from echsd.workspace.git import GitFailed, GitMissing, MergeConflict, NotARepository, git
 from echsd.workspace.repo import find_repo, require_repo
 from tests.workspace.gitrepo import UserState, make_repo, run_git, worktrees
 
@@ -119,6 +120,48 @@ async def test_a_worktree_commits_and_merges_or_refuses_changing_nothing(tmp_pat
     await worktree.remove(str(repo_dir), third)
     assert worktrees(repo_dir) == [str(repo_dir)]
     assert "echs/" in run_git(repo_dir, "branch", "--list", "echs/*")  # branches kept
+
+
+async def test_a_merge_carries_the_changes_its_branch_started_from_or_puts_them_back(tmp_path: Path) -> None:
+    """A branch made from a snapshot of the work tree's uncommitted changes merges into that
+    work tree while those changes are still as they were (unstaged): they are set aside and
+    come back with the branch. A merge git then refuses (a hook) leaves them as they were."""
+    repo_dir = make_repo(tmp_path / "r", {"wip.txt": "committed\n", "other.txt": "x\n", "gone.txt": "g\n"})
+    repo = await require_repo(str(repo_dir))
+    (repo_dir / "wip.txt").write_text("in progress\n")
+    (repo_dir / "new.txt").write_text("untracked\n")
+    (repo_dir / "gone.txt").unlink()
+    started = (await snapshot.take(repo, None, "as found", scope=snapshot.WHOLE_TREE)).commit
+    path = str(tmp_path / "wts" / "child")
+    await worktree.add(repo, path, "echs/child", started)
+    Path(path, "feature.txt").write_text("feature\n")
+    await worktree.commit_all(path, "feature")
+    (repo_dir / "other.txt").write_text("y\n")
+    run_git(repo_dir, "commit", "-q", "-m", "the user goes on", "--", "other.txt")  # the merge is not a fast-forward
+    before = UserState.of(repo_dir)
+    status = run_git(repo_dir, "status", "--porcelain", "--untracked-files=all")
+    hook = repo_dir / ".git" / "hooks" / "pre-merge-commit"
+    hook.write_text("#!/bin/sh\necho refused by the hook >&2\nexit 1\n")
+    hook.chmod(0o755)
+    with pytest.raises(GitFailed):
+        await merge.merge_branch(repo, "echs/child", "merge child", started_from=started)
+    after = UserState.of(repo_dir)  # the index file's stat cache is git's to refresh: its entries are compared
+    assert replace(after, index="") == replace(before, index="") and run_git(repo_dir, "status", "--porcelain", "--untracked-files=all") == status
+    assert (repo_dir / "wip.txt").read_text() == "in progress\n" and (repo_dir / "new.txt").read_text() == "untracked\n"
+    assert not (repo_dir / "gone.txt").exists() and not (repo_dir / "feature.txt").exists()
+    with pytest.raises(MergeConflict, match="uncommitted changes to gone.txt, new.txt, wip.txt"):
+        await merge.merge_branch(repo, "echs/child", "merge child")  # without started_from: in the way
+    hook.unlink()
+    (repo_dir / "wip.txt").write_text("changed since\n")
+    with pytest.raises(MergeConflict, match="uncommitted changes to wip.txt;"):
+        await merge.merge_branch(repo, "echs/child", "merge child", started_from=started)
+    (repo_dir / "wip.txt").write_text("in progress\n")
+    merged = await merge.merge_branch(repo, "echs/child", "merge child", started_from=started)
+    assert merged.how == "merge"
+    assert (repo_dir / "feature.txt").read_text() == "feature\n" and (repo_dir / "wip.txt").read_text() == "in progress\n"
+    assert (repo_dir / "new.txt").read_text() == "untracked\n" and not (repo_dir / "gone.txt").exists()
+    assert run_git(repo_dir, "status", "--porcelain", "--untracked-files=all") == ""
+    await worktree.remove(str(repo_dir), path)
 
 
 async def test_git_output_is_cut_at_its_limit(tmp_path: Path) -> None:

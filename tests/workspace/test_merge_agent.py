@@ -1,14 +1,14 @@
 """A parent brings its sub-agents' work back itself, through ``echsd serve``: an agent type
 with ``isolation = "worktree"`` in config.toml gives each of its agents a worktree made from
 the parent's files as they are (uncommitted and untracked ones too); ``merge_agent`` merges
-a finished agent's branch into the parent's files, refuses (changing nothing) while the
-parent's own uncommitted changes are in the way, and works once they are committed; outside
-a git repository an agent asked for a worktree works in the parent's cwd, with a note."""
+a finished agent's branch into the parent's files, carrying the uncommitted changes the
+agent started from, and refuses (changing nothing) while uncommitted changes made since are
+in the way; outside a git repository an agent asked for a worktree works in the parent's
+cwd, with a note."""
 
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -16,7 +16,7 @@ import pytest
 
 from tests.cli.helpers import Serve, echs, json_lines
 from tests.helpers import mock_directive
-from tests.workspace.gitrepo import IDENTITY, UserState, echs_ok, make_repo, run_git
+from tests.workspace.gitrepo import UserState, echs_ok, make_repo, run_git
 
 CONFIG = """
 [agent_types.builder]
@@ -72,23 +72,24 @@ def test_an_agent_type_in_a_worktree_and_merge_agent(serve: Serve, tmp_path: Pat
     [waited] = [json.loads(output) for output in tool_outputs(state, parent, "wait_agents")]
     assert waited["agents"][0]["branch"] == branch and waited["agents"][0]["diff_stat"]["files"] == 1
 
+    (repo / "a.txt").write_text("changed again since\n")  # no longer what the child started from
     before = UserState.of(repo)
     merge = {"name": "merge_agent", "arguments": {"agent_id": child}}
     send(state, parent, [{"calls": [merge]}, {"text": "refused"}])
     [refused] = tool_outputs(state, parent, "merge_agent")
-    assert "a.txt" in refused and "uncommitted" in refused, refused
+    assert "a.txt" in refused and "u.txt" not in refused and "uncommitted" in refused, refused
     assert UserState.of(repo) == before and not (repo / "feature.txt").exists()
-    assert (repo / "a.txt").read_text() == "the parent's work in progress\n"
+    assert (repo / "a.txt").read_text() == "changed again since\n" and (repo / "u.txt").read_text() == "untracked\n"
 
-    commit = shell(f"git add -A && {shlex.join(['git', *IDENTITY])} commit -qm 'my work' && echo committed")
-    send(state, parent, [{"calls": [commit]}, {"calls": [merge]}, {"text": "merged"}])
-    assert "committed" in tool_outputs(state, parent, "exec_command")[-1]
+    (repo / "a.txt").write_text("the parent's work in progress\n")  # as the child saw it: the branch has it
+    send(state, parent, [{"calls": [merge]}, {"text": "merged"}])
     merged = json.loads(tool_outputs(state, parent, "merge_agent")[-1])
-    assert merged["how"] == "merge" and merged["into"] == "main" and merged["branch"] == branch, merged
+    assert merged["how"] == "fast-forward" and merged["into"] == "main" and merged["branch"] == branch, merged
     assert (repo / "feature.txt").read_text() == "feature\n"
-    assert (repo / "a.txt").read_text() == "the parent's work in progress\n"
+    assert (repo / "a.txt").read_text() == "the parent's work in progress\n" and (repo / "u.txt").read_text() == "untracked\n"
     assert run_git(repo, "status", "--porcelain", "--untracked-files=all") == ""
-    assert f"Merge {branch}" in run_git(repo, "log", "-1", "--format=%s")
+    assert run_git(repo, "rev-parse", "HEAD") == run_git(repo, "rev-parse", branch)
+    assert UserState.of(repo).stash == before.stash
     echs_ok(state, "rm", parent)
 
 
