@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from echsd.threads.context import is_context_message
 from tests.cli.helpers import Serve, echs
 from tests.helpers import mock_directive
 from tests.workspace.gitrepo import UserState, echs_ok, make_repo, run_git, worktrees
@@ -65,7 +66,7 @@ def test_echs_fork_at_turn_1_runs_on_its_own(serve: Serve, tmp_path: Path) -> No
     shown = echs_ok(state, "show", fork)
     assert shown["forked_from"] == tid and shown["forked_at_turn"] == 1 and shown["config"]["cwd"] == str(repo)
     history = echs_ok(state, "history", fork)
-    users = [item for item in history if item.get("role") == "user"]
+    users = [item for item in history if item.get("role") == "user" and not is_context_message(item)]  # not the environment's
     assert len(users) == 1 and users[0]["content"][0]["text"].startswith("first")
     assert history[-1]["type"] == "message" and history[-1]["role"] == "assistant"  # it ends with turn 1's reply
     assert history == source_history[: len(history)]
