@@ -50,6 +50,9 @@ def test_echs_diff_and_undo(serve: Serve, tmp_path: Path) -> None:
     assert UserState.of(repo) == before
     assert echs_ok(state, "history", tid) == []
     assert "no turn" in echs(state, "diff", tid).stdout
+    turn(state, tid, "again", [{"text": "again"}])  # the environment the undone turn told went with it: told again
+    again = echs_ok(state, "history", tid)
+    assert is_context_message(again[0]) and again[1]["content"][0]["text"].startswith("again"), again[:2]
 
 
 def test_echs_fork_at_turn_1_runs_on_its_own(serve: Serve, tmp_path: Path) -> None:
