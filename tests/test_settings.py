@@ -67,6 +67,8 @@ def test_flags_beat_env_beat_file_beat_defaults(tmp_path: Path) -> None:
         ({}, "[agent_types.x]\ncolour = 1\n", "unknown setting 'agent_types.x.colour' .*; known: description, model"),
         ({}, '[agent_types.x]\ntools = "read_file"\n', "invalid setting 'agent_types.x.tools' .*: expected a list of tool names"),
         ({}, '[agent_types.explorer]\nmodel = ""\n', "invalid setting 'agent_types.explorer.model' .*: expected a non-empty string"),
+        ({}, '[agent_types.x]\nisolation = "branch"\n', "invalid setting 'agent_types.x.isolation' .*: expected one of none, worktree .got 'branch'"),
+        ({}, "worktree_root = 5\n", "invalid setting 'worktree_root'"),
         ({}, "model = [\n", "invalid config file"),
         ({"store": "mysql://db"}, "", "invalid setting 'store': 'mysql'"),
         ({"store": "sqlite://no-third-slash.db"}, "", "expected sqlite:///PATH"),
