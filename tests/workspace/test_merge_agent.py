@@ -1,6 +1,6 @@
 """A parent brings its sub-agents' work back itself, through ``echsd serve``: an agent type
 with ``isolation = "worktree"`` in config.toml gives each of its agents a worktree made from
-the parent's files as they are (uncommitted and untracked ones too); ``merge_agent`` merges
+the parent's files as they are (uncommitted and untracked ones too), under ``worktree_root``; ``merge_agent`` merges
 a finished agent's branch into the parent's files, carrying the uncommitted changes the
 agent started from, and refuses (changing nothing) while uncommitted changes made since are
 in the way; outside a git repository an agent asked for a worktree works in the parent's
@@ -29,7 +29,7 @@ isolation = "worktree"
 def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
     state = tmp_path_factory.mktemp("merge_agent") / "state"
     state.mkdir()
-    (state / "config.toml").write_text(CONFIG)
+    (state / "config.toml").write_text(f"worktree_root = {json.dumps(str(state.parent / 'trees'))}\n" + CONFIG)
     daemon = Serve(state)
     yield daemon
     try:
@@ -66,6 +66,7 @@ def test_an_agent_type_in_a_worktree_and_merge_agent(serve: Serve, tmp_path: Pat
     [spawned] = [json.loads(output) for output in tool_outputs(state, parent, "spawn_agent")]
     child, branch = spawned["agent_id"], spawned["branch"]
     assert branch == "echs/" + child.removeprefix("thr_")[:8] and "note" not in spawned
+    assert Path(spawned["worktree"]).parent == state.parent / "trees"  # config.toml's worktree_root
     [seen] = tool_outputs(state, child, "exec_command")
     assert "the parent's work in progress" in seen and "untracked" in seen  # a child sees what its parent sees
     assert not (repo / "feature.txt").exists()
