@@ -110,3 +110,34 @@ def test_a_worktree_outside_git_falls_back_to_the_parents_cwd(serve: Serve, tmp_
     [answer] = tool_outputs(state, parent, "merge_agent")
     assert "no worktree of its own" in answer, answer
     echs_ok(state, "rm", parent)
+
+
+def test_a_parent_in_a_worktree_merges_its_agent_there_then_into_the_repository(serve: Serve, tmp_path: Path) -> None:
+    """A parent with a worktree of its own: its agent starts from the parent's worktree as it
+    is mid-turn; merge_agent commits the parent's work in progress there first and merges into
+    its branch, never the user's; ``echs merge`` of the parent then brings both into the
+    repository it was made from."""
+    state = serve.state_dir
+    repo = make_repo(tmp_path / "proj", {"README.md": "hello\n"})
+    before = UserState.of(repo)
+    made = echs_ok(state, "new", "--cwd", str(repo), "--worktree")
+    parent, tree = made["thread_id"], Path(made["worktree"]["path"])
+    task = "add c.txt\n" + mock_directive([{"calls": [shell("cat p.txt && printf 'child\\n' > c.txt")]}, {"text": "c.txt added"}])
+    spawn = {"name": "spawn_agent", "arguments": {"message": task, "isolation": "worktree"}}
+    steps = [{"calls": [shell("printf 'parent\\n' > p.txt")]}, {"calls": [spawn]}, {"calls": [{"name": "wait_agents", "arguments": {}}]}, {"text": "done"}]
+    send(state, parent, steps)
+    [spawned] = [json.loads(output) for output in tool_outputs(state, parent, "spawn_agent")]
+    child = spawned["agent_id"]
+    assert "parent" in tool_outputs(state, child, "exec_command")[0]  # the parent's file, uncommitted when it spawned
+    merge = {"name": "merge_agent", "arguments": {"agent_id": child}}
+    send(state, parent, [{"calls": [shell("printf 'more\\n' > q.txt")]}, {"calls": [merge]}, {"text": "merged"}])
+    merged = json.loads(tool_outputs(state, parent, "merge_agent")[-1])
+    assert merged["target"] == str(tree) and merged["into"] == made["worktree"]["branch"] and merged["how"] == "merge", merged
+    assert sorted(p.name for p in tree.iterdir() if p.name != ".git") == ["README.md", "c.txt", "p.txt", "q.txt"]
+    assert UserState.of(repo) == before and not (repo / "c.txt").exists()  # the user's work tree: untouched so far
+
+    into_repo = echs_ok(state, "merge", parent)
+    assert into_repo["target"] == str(repo) and into_repo["how"] == "fast-forward", into_repo
+    assert (repo / "c.txt").read_text() == "child\n" and (repo / "p.txt").read_text() == "parent\n" and (repo / "q.txt").read_text() == "more\n"
+    assert run_git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+    echs_ok(state, "rm", parent)
