@@ -31,6 +31,7 @@ class ModelListKeeper:
         self.fetched = trio.Event()  # set after each attempt, then replaced
         self._wanted = trio.Event()
         self.serving = trio.Event()  # set once the daemon is ready: the first fetch waits, start-up is not slowed
+        self._scope = trio.CancelScope()  # stop() ends run(): no fetch may start on a closed client
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         base_url = self.client.endpoint.base_url
@@ -40,14 +41,19 @@ class ModelListKeeper:
             log.info("model list from the cache", models=len(cached.models), added=added, fetched_at=cached.fetched_at)
         self.catalog.on_unseen = self._unseen
         task_status.started()
-        await self.serving.wait()
-        last = -math.inf
-        while True:
-            await trio.sleep(max(0.0, last + self.min_interval_s - trio.current_time()))  # the rate limit's timer
-            last = trio.current_time()
-            self._wanted = trio.Event()
-            await self._refresh(base_url)
-            await self._wanted.wait()
+        with self._scope:
+            await self.serving.wait()
+            last = -math.inf
+            while True:
+                await trio.sleep(max(0.0, last + self.min_interval_s - trio.current_time()))  # the rate limit's timer
+                last = trio.current_time()
+                self._wanted = trio.Event()
+                await self._refresh(base_url)
+                await self._wanted.wait()
+
+    def stop(self) -> None:
+        """Ends ``run`` (a fetch under way is cancelled): called before the client closes."""
+        self._scope.cancel()
 
     async def wait_fetches(self, count: int) -> None:
         """Until ``count`` fetches were attempted (each one applied, when it succeeded)."""
