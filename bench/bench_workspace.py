@@ -102,7 +102,7 @@ async def turns(runs: int, files: int) -> dict[str, Any]:
                 ended = trio.Event()
                 closing = daemon.hub.listen(thread_id, lambda event: ended.set() if event.type == "turn.completed" else None)
                 try:
-                    call = {"name": "exec_command", "arguments": {"cmd": f"echo {next(counter)} > bench-turn.txt"}}
+                    call = {"name": "exec_command", "arguments": {"cmd": f"echo {next(counter)} > bench-turn.txt", "login": False}}
                     await daemon.ops.send(thread_id, directive([{"calls": [call]}, {"text": "ok"}]))
                     await ended.wait()
                 finally:
