@@ -23,6 +23,7 @@ import pytest
 
 from tests.cli.helpers import Serve, echs, free_port, new_thread, serving
 from tests.helpers import mock_directive
+from tests.workspace.gitrepo import make_repo
 
 CHROMIUM = os.environ.get("ECHS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = os.environ.get("ECHS_CHROMEDRIVER") or shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -224,6 +225,19 @@ def test_the_web_view_end_to_end(daemon: Serve, driver: Any, shots: Path, tmp_pa
     echs(state, "bb", "set", "team/plan", '{"steps": ["parse", "test", "ship"]}')
     page.until(lambda d: "ship" in page.find('#board-rows tr[data-key="team/plan"]').text, "the change did not appear")
     page.shot("blackboard")
+
+    # a turn's diff, in a thread with a worktree of its own
+    repo = make_repo(tmp_path / "repo")
+    isolated = new_thread(state, "--cwd", str(repo), "--worktree")
+    page.until(lambda d: d.find_elements("css selector", f'tr.thread-row[data-thread-id="{isolated}"]'), "the new thread did not appear")
+    page.select(isolated)
+    page.until(lambda d: "worktree: " in page.find("#thread-worktree").text, "the worktree is not shown")
+    patch = "*** Begin Patch\n*** Add File: notes.txt\n+hello from the page\n*** End Patch\n"
+    page.send(mock_directive([{"calls": [{"name": "apply_patch", "arguments": {"input": patch}}]}, {"text": "noted"}]))
+    diff = page.find("#stream .item.diff")
+    assert "notes.txt" in diff.text and "+hello from the page" in diff.text
+    assert not (repo / "notes.txt").exists()  # in the thread's worktree, not the user's tree
+    page.shot("diff")
 
     # a phone's width: one pane at a time, with tabs
     driver.set_window_size(*PHONE)

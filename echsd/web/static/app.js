@@ -304,6 +304,9 @@ function renderHead(thread) {
   badge.textContent = thread.state;
   badge.className = `state ${thread.state}`;
   $("thread-waiting").textContent = waitLine(thread);
+  const worktree = thread.worktree;
+  $("thread-worktree").hidden = !worktree;
+  $("thread-worktree").textContent = worktree ? `worktree: ${worktree.branch} (${worktree.path})` : "";
   const killed = thread.state === "killed";
   $("btn-interrupt").disabled = killed || thread.state !== "running";
   $("btn-pause").disabled = killed || thread.state === "paused";
