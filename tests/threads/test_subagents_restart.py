@@ -55,9 +55,9 @@ async def test_links_survive_sigkill_and_a_waiting_parent_is_closed_as_interrupt
             waiting = await wait_event(client, parent, of_type("tool.started", name="wait_agents"), timeout=WAIT_S)
             children = (await client.get_thread(parent))["children"]
             assert len(children) == 2
-            for child in children:  # each child's turn is streaming its answer
-                await wait_event(client, child, of_type("turn.delta"), timeout=WAIT_S)
-            child_seqs = {child: (await client.get_thread(child))["last_seq"] for child in children}
+            child_seqs = {}  # a delta each child's turn streamed: durable (published once committed)
+            for child in children:  # (the thread object's last_seq may count events a SIGKILL loses)
+                child_seqs[child] = (await wait_event(client, child, of_type("turn.delta"), timeout=WAIT_S))["seq"]
         serve.sigkill()  # the parent is inside wait_agents, the children mid-reply
     finally:
         serve.sigkill()
