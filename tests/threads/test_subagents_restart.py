@@ -70,9 +70,6 @@ async def test_links_survive_sigkill_and_a_waiting_parent_is_closed_as_interrupt
             for child in children:
                 child_shown = await client.get_thread(child)
                 assert child_shown["parent"] == parent and child_shown["agent_type"] == "default"
-            assert await client.thread_tree(parent) == [
-                {"thread_id": parent, "state": "idle", "children": [{"thread_id": c, "state": "idle", "children": []} for c in children]}
-            ]
 
             # The parent's turn was closed as interrupted, its wait answered with why; each
             # child's turn ended the same way, and the parent heard of it.
@@ -90,6 +87,9 @@ async def test_links_survive_sigkill_and_a_waiting_parent_is_closed_as_interrupt
                 child_events = await events_until(client, child, child_seqs[child], count("turn.interrupted", 1))
                 assert [e["data"]["reason"] for e in child_events if e["event"] == "turn.interrupted"] == ["restart"]
                 assert (await client.get_thread(child))["state"] == "idle"
+            assert await client.thread_tree(parent) == [  # once every turn is closed (the workers close them after 'ready')
+                {"thread_id": parent, "state": "idle", "children": [{"thread_id": c, "state": "idle", "children": []} for c in children]}
+            ]
 
             # Its next wait reads the children's own state at once: their turns were interrupted.
             last = (await client.get_thread(parent))["last_seq"]
