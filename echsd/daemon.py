@@ -248,7 +248,7 @@ class Daemon:
                 if budget.cancelled_caught:
                     log.error("shutdown budget exceeded; stopping anyway")
                 if self.model_list is not None:
-                    self.model_list.stop()  # a thread's unseen model could start a fetch on the closed client
+                    await self.model_list.stop()  # a thread's unseen model could start a fetch on the closed client
                 await client.aclose()
                 root.cancel_scope.cancel()
         finally:

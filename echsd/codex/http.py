@@ -108,6 +108,7 @@ class HttpClient:
         """``unix_socket``: connect there whatever the URL's host (the daemon's built-in mock)."""
         self._timeouts = (connect_timeout_s, read_timeout_s)
         self._client_: httpx.AsyncClient | None = None
+        self._closed = False  # set by aclose: no httpx client is built or used after it
         self._pool = ConnectionPool(connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s, tls=_tls_context, unix_socket=unix_socket)
         self._unix_socket = unix_socket
         self._proxies = _environment_proxies()
@@ -118,8 +119,15 @@ class HttpClient:
         would otherwise stand still for."""
         if self._client_ is None:
             built = await trio.to_thread.run_sync(self._new_client)
-            if self._client_ is None:  # (not built meanwhile by another first use)
+            if self._closed:  # closed while it was built: a late caller gets a transport error
+                await built.aclose()
+            elif self._client_ is None:  # (not built meanwhile by another first use)
                 self._client_ = built
+            # The thread's return resumes this task even if it was cancelled meanwhile, and
+            # nothing up to httpx's send checks again: do it here, before the client is used.
+            await trio.lowlevel.checkpoint_if_cancelled()
+        if self._closed or self._client_ is None:
+            raise TransportFailure("the model client was closed (echsd is stopping)", kind="network")
         return self._client_
 
     def _new_client(self) -> httpx.AsyncClient:
@@ -185,6 +193,7 @@ class HttpClient:
         return response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content
 
     async def aclose(self) -> None:
+        self._closed = True
         await self._pool.aclose()
         if self._client_ is not None:
             await self._client_.aclose()

@@ -32,6 +32,7 @@ class ModelListKeeper:
         self._wanted = trio.Event()
         self.serving = trio.Event()  # set once the daemon is ready: the first fetch waits, start-up is not slowed
         self._scope = trio.CancelScope()  # stop() ends run(): no fetch may start on a closed client
+        self._ended = trio.Event()  # run() returned (stop() waits for it)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         base_url = self.client.endpoint.base_url
@@ -41,6 +42,12 @@ class ModelListKeeper:
             log.info("model list from the cache", models=len(cached.models), added=added, fetched_at=cached.fetched_at)
         self.catalog.on_unseen = self._unseen
         task_status.started()
+        try:
+            await self._keep(base_url)
+        finally:
+            self._ended.set()
+
+    async def _keep(self, base_url: str) -> None:
         with self._scope:
             await self.serving.wait()
             last = -math.inf
@@ -51,9 +58,11 @@ class ModelListKeeper:
                 await self._refresh(base_url)
                 await self._wanted.wait()
 
-    def stop(self) -> None:
-        """Ends ``run`` (a fetch under way is cancelled): called before the client closes."""
+    async def stop(self) -> None:
+        """Ends ``run`` (a fetch under way is cancelled) and waits until it has: called
+        before the client closes."""
         self._scope.cancel()
+        await self._ended.wait()
 
     async def wait_fetches(self, count: int) -> None:
         """Until ``count`` fetches were attempted (each one applied, when it succeeded)."""

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import trio
+import trio.testing
 
 from echsd.codex import ModelError, TextDelta
 from echsd.codex.h1io import ConnectionPool
@@ -183,3 +184,29 @@ async def test_the_idle_timeout_counts_only_time_spent_waiting_on_the_socket(moc
         async with stalled.stream(request(directive({"text": "a b", "fault": "stall", "after_deltas": 1}))) as events:
             async for _ in events:
                 pass
+
+
+async def test_a_client_closed_while_httpx_is_being_built_is_never_used(mock: MockUpstream) -> None:
+    """The httpx client is built in a worker thread; a close that lands meanwhile (echsd
+    stopping) must leave no request to go out on it: the caller gets a transport error."""
+    import threading
+
+    client = HttpClient(connect_timeout_s=5, read_timeout_s=5)
+    gate, build = threading.Event(), client._new_client
+    client._new_client = lambda: (gate.wait(10), build())[1]  # type: ignore[method-assign]
+    outcome: list[BaseException | tuple[int, Any, Any]] = []
+
+    async def fetch() -> None:
+        try:
+            outcome.append(await client.get(mock.base_url + "/models", {}))
+        except TransportFailure as exc:
+            outcome.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(fetch)
+        await trio.testing.wait_all_tasks_blocked()  # the build is under way in its thread
+        await client.aclose()
+        gate.set()
+    [failure] = outcome
+    assert isinstance(failure, TransportFailure), failure
+    assert "closed" in failure.message
