@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import Awaitable, Callable
 
 import trio
 
+from bench.interleave import interleaved, summary
 from echsd.tools import containment, containment_probe
 from echsd.tools.base import ToolContext
 from echsd.tools.exec_command import ExecCommand
@@ -33,11 +33,6 @@ def _runs_option(argv: list[str]) -> int:
         if arg.startswith("--runs="):
             return int(arg.split("=", 1)[1])
     return 200
-
-
-def _summary(samples: list[float]) -> dict[str, float]:
-    samples = sorted(samples)
-    return {"p50_ms": round(statistics.median(samples), 3), "p99_ms": round(samples[min(len(samples) - 1, int(len(samples) * 0.99))], 3)}
 
 
 async def bench(runs: int) -> dict[str, float | str]:
@@ -67,18 +62,11 @@ async def bench(runs: int) -> dict[str, float | str]:
             found_all.append(found)
             tool = ExecCommand(ExecSessionManager(processes=ToolProcesses(found, GroupRegistry(Path(scratch) / mechanism))))
             variants[f"exec_{mechanism}"] = lambda tool=tool: tool.run({"cmd": "true", "login": False}, ctx)
-        samples: dict[str, list[float]] = {name: [] for name in variants}
-        for once in variants.values():
-            await once()  # warm up (imports, page cache)
-        for _ in range(runs):  # interleaved, so that every variant sees the same machine load
-            for name, once in variants.items():
-                started = time.perf_counter()
-                await once()
-                samples[name].append((time.perf_counter() - started) * 1000)
+        samples = await interleaved(variants, runs)
         for found in found_all:
             found.close()
     for name, values in samples.items():
-        result.update({f"{name}_{key}": value for key, value in _summary(values).items()})
+        result.update({f"{name}_{key}": value for key, value in summary(values).items()})
         if name.startswith("exec_"):
             overhead = statistics.median(values) - statistics.median(samples["bare_bash_true"])
             result[f"overhead_{name[5:]}_p50_ms"] = round(overhead, 3)

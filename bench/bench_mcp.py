@@ -18,14 +18,14 @@ call of each kind, ``turn_overhead_p50_ms`` the difference. Options: ``--runs=N`
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 import trio
+
+from bench.interleave import interleaved, summaries
 
 SERVER = Path(__file__).resolve().parent.parent / "tests" / "mcp" / "servers" / "stdio_server.py"
 
@@ -35,27 +35,6 @@ def _runs_option(argv: list[str]) -> int:
         if arg.startswith("--runs="):
             return int(arg.split("=", 1)[1])
     return 300
-
-
-def _p50(values: list[float]) -> float:
-    return round(statistics.median(values), 3)
-
-
-def _p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 3)
-
-
-async def _interleaved(variants: dict[str, Callable[[], Awaitable[object]]], runs: int) -> dict[str, list[float]]:
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    for once in variants.values():
-        await once()  # warm up
-    for _ in range(runs):
-        for name, once in variants.items():
-            started = time.perf_counter()
-            await once()
-            samples[name].append((time.perf_counter() - started) * 1000)
-    return samples
 
 
 async def tool_calls(runs: int) -> dict[str, Any]:
@@ -90,11 +69,10 @@ async def tool_calls(runs: int) -> dict[str, Any]:
                     "mcp": lambda: echo.run({"text": "hi"}, ctx),
                     "raw": lambda: raw.call_tool("echo", {"text": "hi"}),
                 }
-                samples = await _interleaved(variants, runs)
+                samples = await interleaved(variants, runs)
             nursery.cancel_scope.cancel()
     result: dict[str, Any] = {"runs": runs}
-    for name, values in samples.items():
-        result[f"{name}_p50_ms"], result[f"{name}_p99_ms"] = _p50(values), _p99(values)
+    result.update(summaries(samples))
     result["overhead_p50_ms"] = round(result["mcp_p50_ms"] - result["builtin_p50_ms"], 3)
     result["mcp_over_raw_p50_ms"] = round(result["mcp_p50_ms"] - result["raw_p50_ms"], 3)
     return result
@@ -136,12 +114,11 @@ async def turns(runs: int) -> dict[str, Any]:
                 "turn_builtin": lambda: one_turn("read_file", {"file_path": str(small)}),
                 "turn_mcp": lambda: one_turn("mcp__demo__echo", {"text": "hi"}),
             }
-            samples = await _interleaved(variants, runs)
+            samples = await interleaved(variants, runs)
             daemon.request_stop()
             await daemon.wait_stopped()
     result: dict[str, Any] = {"turn_runs": runs}
-    for name, values in samples.items():
-        result[f"{name}_p50_ms"], result[f"{name}_p99_ms"] = _p50(values), _p99(values)
+    result.update(summaries(samples))
     result["turn_overhead_p50_ms"] = round(result["turn_mcp_p50_ms"] - result["turn_builtin_p50_ms"], 3)
     return result
 

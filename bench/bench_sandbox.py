@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Awaitable, Callable
 
 import trio
 
-from bench.bench_exec import _runs_option, _summary
+from bench.bench_exec import _runs_option
+from bench.interleave import interleaved, summary
 from echsd.tools.base import ToolContext
 from echsd.tools.containment_probe import detect_containment
 from echsd.tools.exec_command import ExecCommand
@@ -64,18 +64,11 @@ async def bench(runs: int) -> dict[str, float | str]:
         variants: dict[str, Callable[[], Awaitable[object]]] = {"bare_bash_true": lambda: trio.run_process(["bash", "-c", "true"])}
         for name, ctx in contexts.items():
             variants[name] = lambda ctx=ctx: tool.run({"cmd": "true", "login": False}, ctx)
-        samples: dict[str, list[float]] = {name: [] for name in variants}
-        for once in variants.values():
-            await once()  # warm up (imports, page cache, the fork server)
-        for _ in range(runs):
-            for name, once in variants.items():
-                started = time.perf_counter()
-                await once()
-                samples[name].append((time.perf_counter() - started) * 1000)
+        samples = await interleaved(variants, runs)
         await runtime.aclose()
         containment.close()
     for name, values in samples.items():
-        result.update({f"{name}_{key}": value for key, value in _summary(values).items()})
+        result.update({f"{name}_{key}": value for key, value in summary(values).items()})
     unsandboxed = statistics.median(samples["unsandboxed"])
     for name in ("workspace_write_net_on", "workspace_write_net_off", "read_only"):
         result[f"ratio_{name}"] = round(statistics.median(samples[name]) / unsandboxed, 2)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,8 @@ from typing import Any, Awaitable, Callable
 
 import trio
 
+from bench.interleave import interleaved, summaries
+
 IDENTITY = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
 
 
@@ -38,15 +39,6 @@ def _option(argv: list[str], name: str, default: int) -> int:
         if arg.startswith(f"--{name}="):
             return int(arg.split("=", 1)[1])
     return default
-
-
-def _p50(values: list[float]) -> float:
-    return round(statistics.median(values), 3)
-
-
-def _p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 3)
 
 
 def make_repo(path: Path, files: int) -> None:
@@ -116,19 +108,11 @@ async def turns(runs: int, files: int) -> dict[str, Any]:
                 "turn_repo": lambda: one_turn(threads["repo"]),
                 "raw_git": raw_once,
             }
-            samples: dict[str, list[float]] = {name: [] for name in variants}
-            for once in variants.values():
-                await once()  # warm up
-            for _ in range(runs):
-                for name, once in variants.items():
-                    started = time.perf_counter()
-                    await once()
-                    samples[name].append((time.perf_counter() - started) * 1000)
+            samples = await interleaved(variants, runs)
             daemon.request_stop()
             await daemon.wait_stopped()
     result: dict[str, Any] = {"runs": runs, "files": files}
-    for name, values in samples.items():
-        result[f"{name}_p50_ms"], result[f"{name}_p99_ms"] = _p50(values), _p99(values)
+    result.update(summaries(samples))
     result["turn_overhead_p50_ms"] = round(result["turn_repo_p50_ms"] - result["turn_plain_p50_ms"], 3)
     return result
 
