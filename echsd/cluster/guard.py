@@ -5,22 +5,25 @@ this node holds now (one submitted before an outage that cost the lease, still p
 the node rejoined under a new one, is refused: its thread was reloaded from the store
 since), and, under a share lock on the thread rows, that every thread the units write for is
 still leased to this node's incarnation, and (2) as the
-transaction's last statement, notifies the other nodes which events it appended (thread,
-first and last seq), which PostgreSQL delivers at commit and only then.
+transaction's last statements, notifies the other nodes which events it appended (thread,
+first and last seq) and the live-only events it publishes unstored (``thread.deleted``,
+whose log is gone: the others cannot read it back), which PostgreSQL delivers at commit
+and only then.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from echsd.cluster.channels import EVENTS, event_notices
+from echsd.cluster.channels import EVENTS, NOTICES, event_notices, notice_payloads
 from echsd.cluster.nodes import epochs_of
 from echsd.store import Conn, LeaseLost, Unit
 from echsd.threads.lease import Lease
 
 
 class LeaseGuard:
-    def __init__(self, lease: Lease, on_lost: Callable[[frozenset[str]], None]) -> None:
+    def __init__(self, node_id: str, lease: Lease, on_lost: Callable[[frozenset[str]], None]) -> None:
+        self.node_id = node_id  # names the sender of notices (its own relay skips them)
         self.lease = lease  # read on the writer's thread: None while this node holds no lease
         self._on_lost = on_lost
 
@@ -54,6 +57,8 @@ class LeaseGuard:
                     span[1] = event.seq
         for payload in event_notices(ranges):
             conn.execute("SELECT pg_notify(?, ?)", (EVENTS, payload))
+        for payload in notice_payloads(self.node_id, (notice for unit in units for notice in unit.notices)):
+            conn.execute("SELECT pg_notify(?, ?)", (NOTICES, payload))
 
     def lost(self, thread_ids: frozenset[str]) -> None:
         self._on_lost(thread_ids)

@@ -22,7 +22,7 @@ import trio
 
 from echsd.cluster import nodes
 from echsd.blackboard.board import Blackboard
-from echsd.cluster.channels import ANSWERS, BLACKBOARD, EVENTS, REQUESTS
+from echsd.cluster.channels import ANSWERS, BLACKBOARD, EVENTS, NOTICES, REQUESTS
 from echsd.cluster.forwarding import Forwarder
 from echsd.cluster.guard import LeaseGuard
 from echsd.cluster.lease import LeaseKeeper
@@ -59,8 +59,8 @@ class ClusterNode:
         self.lease_s = lease_s
         self.address = address
         self.epoch: int | None = None  # the incarnation joined last (the lease's while held)
-        self.guard = LeaseGuard(lease, self._fenced)
-        self.relay = EventRelay(store, hub, self._is_local)
+        self.guard = LeaseGuard(self.node_id, lease, self._fenced)
+        self.relay = EventRelay(store, hub, self._is_local, self.node_id)
         self._supervisor: Supervisor | None = None
         self._router: ThreadRouter | None = None
         self.forwarder = Forwarder(store, self.node_id, self._serve)
@@ -94,6 +94,7 @@ class ClusterNode:
             application_name(self.node_id) + " listen",
             {
                 EVENTS: self.relay.on_notice,
+                NOTICES: self.relay.on_live_notice,
                 REQUESTS: self.forwarder.on_request,
                 ANSWERS: self.forwarder.on_answer,
                 BLACKBOARD: self.board.on_grown,

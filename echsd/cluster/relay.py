@@ -7,6 +7,10 @@ on any node gets the same stream, and the subscription's replay/live seam (``wir
 works unchanged: whatever was committed before a subscriber listened is in the log,
 whatever after is relayed.
 
+Live-only events (``thread.deleted``: its log went with the deletion, nothing is left to
+read back) come whole in the owner's notification; each is published after whatever was
+still to be read for its thread, and ends the relay's interest in a deleted thread.
+
 Only threads someone here listens to are read. Per thread the relay remembers the last
 seq it published (while it is listened to), so a notification lost to a reconnect is
 made up for by reading from there.
@@ -19,8 +23,8 @@ from typing import Any
 
 import trio
 
-from echsd.cluster.channels import parse_event_notice
-from echsd.events import Event
+from echsd.cluster.channels import parse_event_notice, parse_notices
+from echsd.events import Event, ThreadDeleted
 from echsd.logs import get_logger
 from echsd.seam import Seam
 from echsd.store import Gap, Store, queries
@@ -33,12 +37,14 @@ TO_THE_END = 2**62
 
 
 class EventRelay:
-    def __init__(self, store: Store, hub: EventHub, is_local: Callable[[str], bool]) -> None:
+    def __init__(self, store: Store, hub: EventHub, is_local: Callable[[str], bool], node_id: str) -> None:
         self._store = store
         self._hub = hub
         self._is_local = is_local
+        self._node_id = node_id  # its own notices were published here by its writer
         self._seam: Seam[str, Event] = Seam()  # per thread: the last seq published here
         self._wanted: dict[str, tuple[int, int]] = {}  # thread -> (first, last) to read
+        self._notices: list[Event] = []  # live-only events, published after the reads before them
         self._wake = trio.Event()
         self.relayed = 0  # events published here (for status and tests)
 
@@ -47,6 +53,15 @@ class EventRelay:
     def on_notice(self, payload: str) -> None:
         for thread_id, first, last in parse_event_notice(payload):
             self._want(thread_id, first, last)
+
+    def on_live_notice(self, payload: str) -> None:
+        sender, events = parse_notices(payload)
+        if sender == self._node_id:
+            return
+        wanted = [event for event in events if not self._is_local(event.thread_id) and self._hub.wants(event.thread_id)]
+        if wanted:
+            self._notices.extend(wanted)
+            self._wake.set()
 
     def on_reconnect(self) -> None:
         """Notifications may have been lost: read on from every cursor."""
@@ -72,21 +87,31 @@ class EventRelay:
             await self._wake.wait()
             self._wake = trio.Event()
             wanted, self._wanted = self._wanted, {}
+            notices, self._notices = self._notices, []
             try:
-                found = await self._store.read(lambda conn: _read_ranges(conn, wanted))
+                found = await self._store.read(lambda conn: _read_ranges(conn, wanted)) if wanted else {}
             except Exception:
                 log.exception("cluster_relay_read_failed", threads=len(wanted))
                 for thread_id, (first, last) in wanted.items():  # try again shortly
                     self._want(thread_id, first, last)
+                self._notices[:0] = notices  # still after those reads
+                self._wake.set()
                 await trio.sleep(0.2)
                 continue
             for thread_id, events in found.items():
                 if self._is_local(thread_id):
                     continue
-                fresh = [event for event in events if self._seam.passes(thread_id, event.seq)]
-                if fresh:
-                    self.relayed += len(fresh)
-                    self._hub.publish(fresh)
+                self._publish(thread_id, events)
+            for notice in notices:
+                self._publish(notice.thread_id, [notice])
+                if notice.type == ThreadDeleted.type_name:  # its last event: nothing follows
+                    self._seam.cursor.pop(notice.thread_id, None)
+
+    def _publish(self, thread_id: str, events: list[Event]) -> None:
+        fresh = [event for event in events if self._seam.passes(thread_id, event.seq)]
+        if fresh:
+            self.relayed += len(fresh)
+            self._hub.publish(fresh)
 
 
 def _read_ranges(conn: Any, wanted: dict[str, tuple[int, int]]) -> dict[str, list[Event]]:
