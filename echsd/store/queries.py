@@ -202,6 +202,33 @@ def last_events(conn: Conn, thread_id: str, limit: int, skip: Sequence[str]) -> 
     return events, (int(count or 0), int(size or 0), last_ts)
 
 
+def tail_start(conn: Conn, thread_id: str, before: int, max_events: int, max_bytes: int, turn_start: str) -> int:
+    """The seq after which the thread's last events before ``before`` begin: at most
+    ``max_events`` of them weighing at most ``max_bytes`` (at least one, however big),
+    starting at the earliest ``turn_start`` event among them when there is one (so a
+    reader sees whole turns where it can). 0: every event before ``before`` fits.
+
+    Reads at most ``max_events`` rows' seq, type and size, newest first (an indexed range).
+    """
+    rows = conn.execute(
+        "SELECT seq, type, length(data) FROM events WHERE thread_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+        (thread_id, before, max(max_events, 1)),
+    ).fetchall()
+    size, first, turn = 0, None, None
+    for seq, kind, length in rows:
+        size += int(length)
+        if first is not None and size > max_bytes:
+            break
+        first = seq
+        if kind == turn_start:
+            turn = seq
+    else:
+        if len(rows) < max(max_events, 1):
+            return 0  # everything before ``before`` fits
+    assert first is not None  # the loop broke after at least one row
+    return (turn if turn is not None else first) - 1
+
+
 def read_event_rows(
     conn: Conn, thread_id: str, after_seq: int = 0, limit: int | None = None
 ) -> list[EventRow | Gap]:

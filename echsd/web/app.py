@@ -7,7 +7,7 @@ Only the page's files, ``/metrics`` and the login itself are served without a se
 
 The routes, in one table (``ROUTES``): ``GET /`` and ``/static/*`` (the page, shipped in
 the package), ``POST /api/login`` (a one-time code for a session), ``GET /api/session``,
-``POST /api/logout``, the threads (``/api/threads[/ID[/why|/events|/stream|/send|/ACTION]]``),
+``POST /api/logout``, the threads (``/api/threads[/ID[/why|/events|/earlier|/stream|/send|/ACTION]]``),
 ``/api/approvals[/ID]``, ``/api/blackboard``, ``/api/stream`` (the overview) and
 ``GET /metrics``.
 """
@@ -28,6 +28,7 @@ from echsd.web.guard import check_csrf, check_host, check_origin, clear_cookie, 
 from echsd.web.http import HttpError, HttpRequest, Receive, Send, error_response, json_response, respond, status_of
 from echsd.web.sessions import LoginRefused, WebSession
 from echsd.web.streams import SseShell, overview_stream, thread_stream
+from echsd.web.tail import earlier, tail_events, tail_since
 
 log = get_logger(__name__)
 
@@ -173,7 +174,9 @@ class WebApp:
 
     async def thread_events(self, request: HttpRequest, send: Send, session: WebSession | None) -> None:
         """``GET /api/threads/ID/stream?since=N``: replay after N (or after the browser's
-        ``Last-Event-ID`` when it reconnects), then live."""
+        ``Last-Event-ID`` when it reconnects), then live. ``?tail=M`` without either: from
+        the thread's last M events (``tail``), the ``subscribed`` message saying after
+        which seq."""
         assert session is not None
         thread_id = request.params["thread_id"]
         thread = await api.thread(self.context, request)  # 404 before the stream starts
@@ -181,6 +184,8 @@ class WebApp:
         last = request.headers.get("last-event-id", "").strip()
         if last.isdigit() and len(last) < 19:
             since = int(last)
+        elif since is None and "tail" in request.query:
+            since = await tail_since(self.context, thread_id, thread["last_seq"] + 1, tail_events(request, "tail"))
         if since is not None and since > thread["last_seq"]:  # 400 now: a browser would retry a stream that ends
             raise HttpError(400, "bad_request", f"since {since} is beyond the thread's last seq ({thread['last_seq']})")
         shell = SseShell(self.context, session, send, request.receive)
@@ -215,6 +220,7 @@ ROUTES: list[Route] = [
     route("GET", f"/api/threads/{ID}/why", API, api.why),
     route("GET", f"/api/threads/{ID}/events", API, api.events),
     route("GET", f"/api/threads/{ID}/stream", OWN, WebApp.thread_events),
+    route("GET", f"/api/threads/{ID}/earlier", API, earlier),
     route("POST", f"/api/threads/{ID}/send", API, api.send),
     route("POST", f"/api/threads/{ID}/(?P<action>interrupt|pause|resume|kill)", API, api.control),
     route("GET", "/api/approvals", API, api.approvals),
