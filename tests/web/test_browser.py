@@ -4,7 +4,8 @@ in through the one-time link of a real ``echs web``.
 
 One browser walks the steps in order: log in; a parent with two children in the tree; a
 reply that streams in; a steer; an interrupt; an approval answered and its command run; a
-blackboard change appearing live; then the same page at a phone's width. Each step saves a
+blackboard change appearing live; a turn's diff; a long thread opened at its end and paged
+back to its start; then the same page at a phone's width. Each step saves a
 screenshot under ``ECHS_SCREENSHOTS`` (default: the test's tmp dir, printed).
 
 Skipped, saying why, where no Chromium is installed (``make test`` installs it where it can);
@@ -24,6 +25,8 @@ import pytest
 from tests.cli.helpers import Serve, echs, free_port, new_thread, serving
 from tests.helpers import mock_directive
 from tests.workspace.gitrepo import make_repo
+
+TAIL_EVENTS = 500  # the page's tail (app.js TAIL_EVENTS)
 
 CHROMIUM = os.environ.get("ECHS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = os.environ.get("ECHS_CHROMEDRIVER") or shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -238,6 +241,39 @@ def test_the_web_view_end_to_end(daemon: Serve, driver: Any, shots: Path, tmp_pa
     assert "notes.txt" in diff.text and "+hello from the page" in diff.text
     assert not (repo / "notes.txt").exists()  # in the thread's worktree, not the user's tree
     page.shot("diff")
+
+    # a long thread opens at its last events, says the earlier ones are not shown, and loads them a page at a time
+    long = new_thread(state, "--cwd", str(tmp_path))
+    page.until(lambda d: d.find_elements("css selector", f'tr.thread-row[data-thread-id="{long}"]'), "the long thread did not appear")
+    page.select(long)
+    page.send(mock_directive(paced(1500, 2, "many")))  # a delta (an event) a word
+    page.until(lambda d: "turn completed" in page.stream_text(), "the long turn did not finish")
+    page.send(mock_directive({"text": "omega"}))
+    page.until(lambda d: page.stream_text().count("turn completed") == 2 and page.find("#thread-state").text == "idle", "the short turn did not finish")
+    page.select(long)  # opened again: from its tail
+    events = [json.loads(line) for line in echs(state, "events", long, "--json").stdout.splitlines()]
+    tail = events[-TAIL_EVENTS:]
+    since = 0 if len(events) < TAIL_EVENTS else min([e["seq"] for e in tail if e["event"] == "turn.started"] or [tail[0]["seq"]]) - 1
+    assert since > 0  # the daemon's choice, worked out from the log: the last 500 events, from the earliest turn start among them
+    body = page.find("body")
+    page.until(lambda d: body.get_attribute("data-earlier") == str(since), f"the page does not say events 1-{since} are not shown")
+    assert f"Events 1–{since} are not shown." in page.find("#earlier").text
+    users = [e["seq"] for e in events if e["event"] == "item.completed" and e["data"]["item"].get("role") == "user"]
+    assert len(page.all("#stream .item.user")) == len([seq for seq in users if seq > since]) and "omega" in page.stream_text()
+    page.shot("tail")
+    for _ in range(5):  # each click: a page further back
+        if body.get_attribute("data-earlier") == "0":
+            break
+        shown = body.get_attribute("data-earlier")
+        page.find("#btn-earlier").click()
+        page.until(lambda d: body.get_attribute("data-earlier") != shown, "no earlier page loaded")
+    assert body.get_attribute("data-earlier") == "0" and not page.all("#earlier")
+    text = page.stream_text()
+    assert len(page.all("#stream .item.user")) == len(users) and text.count("turn completed") == 2
+    assert 0 <= text.index("many0") < text.index("many1499") < text.index("omega")
+    replies = [node.text for node in page.all("#stream .item.assistant")]  # a reply split across pages shows once, whole
+    assert len([reply for reply in replies if "many0 " in reply]) == 1 and not page.all("#stream .streaming")
+    page.shot("earlier-loaded")
 
     # a phone's width: one pane at a time, with tabs
     driver.set_window_size(*PHONE)

@@ -3,9 +3,13 @@
 // It logs in with the one-time code in the URL's fragment (from `echs web`), then keeps two
 // Server-Sent Event streams open: the overview (thread objects and approvals as they change,
 // blackboard changes) and the selected thread's events (replayed from a seq, then live).
+// A thread opens at its last events (its log may hold tens of thousands); earlier ones
+// are loaded a page at a time, backwards, on demand.
 // Every change goes through the JSON API with the session's CSRF token. Text from the
 // daemon is only ever set as text (never as HTML).
 "use strict";
+
+const TAIL_EVENTS = 500;   // a thread opens with at most its last 500 events (and 1 MiB): the daemon's page
 
 const state = {
   csrf: null,
@@ -16,8 +20,11 @@ const state = {
   source: null,            // the selected thread's EventSource
   overview: null,          // the overview's EventSource
   lastSeq: 0,              // of the selected thread's stream
+  firstSeq: null,          // the first seq shown (null: not known yet); earlier ones load on demand
+  opened: 0,               // counts openStream calls: an answer for a stream since replaced is dropped
   blocks: new Map(),       // stream blocks by key (message item, reasoning item, call, approval)
   open: { assistant: null, reasoning: null },  // the text blocks being streamed into
+  target: null,            // where blocks go while an earlier page is drawn (null: the stream's end)
 };
 
 const $ = (id) => document.getElementById(id);
@@ -323,29 +330,39 @@ function selectThread(threadId, since) {
   const thread = state.threads.get(threadId);
   if (thread) renderHead(thread);
   showTab("thread");
-  openStream(threadId, since || 0);
+  openStream(threadId, since === undefined ? null : since);
 }
 
+// ``since`` null: from the thread's last events (the daemon picks where, from a turn's start).
 function openStream(threadId, since) {
   $("stream").replaceChildren();
   state.blocks = new Map();
   state.open = { assistant: null, reasoning: null };
-  $("since").value = String(since);
+  state.firstSeq = null;
+  state.opened += 1;
+  delete document.body.dataset.earlier;
+  delete document.body.dataset.streamReady;
+  $("since").value = since === null ? "" : String(since);
   if (since > 0) note(`replaying from seq ${since + 1}`);
   connect(threadId, since);
 }
 
-// Follow the thread after ``since``, keeping what is shown (after a gap: the missed part
-// is read again from the store).
+// Follow the thread after ``since`` (null: its tail), keeping what is shown (after a gap:
+// the missed part is read again from the store).
 function connect(threadId, since) {
   if (state.source) state.source.close();
-  state.lastSeq = since;
-  const source = new EventSource(`/api/threads/${encodeURIComponent(threadId)}/stream?since=${since}`);
+  state.lastSeq = since || 0;
+  const from = since === null ? `tail=${TAIL_EVENTS}` : `since=${since}`;
+  const source = new EventSource(`/api/threads/${encodeURIComponent(threadId)}/stream?${from}`);
   state.source = source;
   source.onmessage = (message) => {
     const data = JSON.parse(message.data);
     if (data.kind === "error") { note(data.data.message, "error"); source.close(); return; }
-    if (data.kind === "subscribed") { document.body.dataset.streamReady = threadId; return; }
+    if (data.kind === "subscribed") {
+      if (state.firstSeq === null) showEarlier(data.data.since || 0);  // the first answer says where the replay began
+      document.body.dataset.streamReady = threadId;
+      return;
+    }
     if (data.event === "events.gap" && data.data.reason === "backpressure") {
       connect(threadId, data.seq);  // too fast for this page: read the missed part again
       return;
@@ -366,8 +383,75 @@ function stickToBottom(action) {
 }
 
 function add(node) {
-  stickToBottom((box) => box.append(node));
+  if (state.target) state.target.append(node);
+  else stickToBottom((box) => box.append(node));
   return node;
+}
+
+// ---- earlier events: a bar at the top of the stream, and a page of them at a time -----------
+
+function showEarlier(since) {
+  state.firstSeq = since + 1;
+  let bar = $("earlier");
+  if (since <= 0) {
+    if (bar) bar.remove();
+    document.body.dataset.earlier = "0";
+    return;
+  }
+  if (!bar) {
+    bar = el("div", "earlier");
+    bar.id = "earlier";
+    const button = el("button", "quiet", "Load earlier");
+    button.id = "btn-earlier";
+    button.addEventListener("click", loadEarlier);
+    bar.append(el("span", "", ""), button);
+    $("stream").prepend(bar);
+  }
+  bar.firstChild.textContent = since === 1 ? "Event 1 is not shown." : `Events 1–${since} are not shown.`;
+  bar.lastChild.disabled = false;
+  document.body.dataset.earlier = String(since);
+}
+
+// A text whose deltas run on past the end of an earlier page goes on in the first block below
+// it: one block, whole (the one below already holds all of it once its item completed).
+function joinSplitText(unfinished, part, below) {
+  const next = below && below.classList.contains("earlier-part") ? below.firstElementChild : below;
+  for (const found of unfinished) {
+    found.node.classList.remove("streaming");
+    const kind = found.node.className.split(" ")[1];
+    if (found.node !== part.lastElementChild || !next || !next.classList.contains(kind) || !(next.lastChild instanceof Text)) continue;
+    if (!next.dataset.whole) next.lastChild.data = found.text.data + next.lastChild.data;
+    found.node.remove();
+  }
+}
+
+// The page of events just before the first one shown, drawn above it (blocks of its own:
+// a call that began there and ended below shows in both parts), the view kept where it was.
+async function loadEarlier() {
+  const threadId = state.selected, opened = state.opened, bar = $("earlier");
+  if (!threadId || !bar || state.firstSeq === null) return;
+  bar.lastChild.disabled = true;
+  const page = await act("GET", `/api/threads/${encodeURIComponent(threadId)}/earlier?before=${state.firstSeq}&limit=${TAIL_EVENTS}`);
+  if (!page || opened !== state.opened) return;  // failed (said), or another stream opened meanwhile
+  const part = el("div", "earlier-part");
+  const kept = { blocks: state.blocks, open: state.open, lastSeq: state.lastSeq };
+  Object.assign(state, { blocks: new Map(), open: { assistant: null, reasoning: null }, target: part });
+  let unfinished;
+  try {
+    for (const event of page.events) {
+      if (typeof event.seq === "number") state.lastSeq = event.seq;
+      onThreadEvent(event);
+    }
+    unfinished = Object.values(state.open).filter(Boolean);
+  } finally {
+    Object.assign(state, kept, { target: null });
+  }
+  joinSplitText(unfinished, part, bar.nextElementSibling);
+  const box = $("stream");
+  const height = box.scrollHeight;
+  if (part.firstChild) bar.after(part);
+  box.scrollTop += box.scrollHeight - height;
+  showEarlier(page.since);
 }
 
 function note(text, cls) {
@@ -493,6 +577,7 @@ function onItem(item) {
     if (found) {
       found.text.data = text;
       found.node.classList.remove("streaming");
+      found.node.dataset.whole = "1";
     }
   } else if (item.type === "function_call" || item.type === "custom_tool_call") {
     const found = callBlock(item.call_id, item.name, argsText(item));
@@ -642,7 +727,10 @@ document.addEventListener("DOMContentLoaded", () => {
   $("compose").addEventListener("submit", sendInput);
   $("input").addEventListener("keydown", (event) => { if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) sendInput(event); });
   for (const action of ["interrupt", "pause", "resume", "kill"]) $(`btn-${action}`).addEventListener("click", () => control(action));
-  $("btn-replay").addEventListener("click", () => { if (state.selected) openStream(state.selected, Math.max(0, Number($("since").value) || 0)); });
+  $("btn-replay").addEventListener("click", () => {  // an empty seq: the thread's last events again
+    const raw = $("since").value.trim();
+    if (state.selected) openStream(state.selected, raw === "" ? null : Math.max(0, Number(raw) || 0));
+  });
   setInterval(tick, 1000);
   boot();
 });
