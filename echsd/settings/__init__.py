@@ -3,7 +3,8 @@
 One module per job: ``load`` merges and validates (``load_settings``), ``sources`` says where
 a value came from, ``model`` is the ``Settings`` value, ``sections`` lists the file's tables
 (``[tuning]``, ``[models]``, ``[agent_types]``, ...; adding one is a small local edit, see
-there), and ``addresses``, ``storage``, ``provider``, ``tuning`` parse one kind of value each.
+there), and ``addresses``, ``storage``, ``provider``, ``tuning`` parse one kind of value each;
+``state_dir`` finds the default state dir (clients read it too, so it imports nothing else).
 
 The names below are loaded on first use (PEP 562): the thin client reads
 ``default_state_dir`` and must not load what the daemon's settings need (the tools' env
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
         codex_home,
         resolve_provider,
     )
-    from echsd.settings.sources import default_state_dir
+    from echsd.settings.state_dir import default_state_dir
     from echsd.settings.storage import POSTGRES_SCHEMES, SQLITE_SCHEME, default_node_id, parse_node_id, parse_store
     from echsd.settings.tuning import DAY_S, MIB, Tuning
 
@@ -46,7 +47,7 @@ _WHERE = {
     "codex_auth_has_tokens": "provider",
     "codex_home": "provider",
     "resolve_provider": "provider",
-    "default_state_dir": "sources",
+    "default_state_dir": "state_dir",
     "POSTGRES_SCHEMES": "storage",
     "SQLITE_SCHEME": "storage",
     "default_node_id": "storage",

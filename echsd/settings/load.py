@@ -28,7 +28,8 @@ from echsd.settings.provider import (
     url_problem,
 )
 from echsd.settings.sections import SECTIONS, catalog_from, check_sections
-from echsd.settings.sources import Sources, bool_setting, default_state_dir, listen_setting, read_config_file, user_agents_md
+from echsd.settings.sources import Sources, bool_setting, listen_setting, read_config_file, user_agents_md
+from echsd.settings.state_dir import default_state_dir
 from echsd.settings.storage import default_node_id, parse_node_id, store_setting
 
 # Top-level keys that a flag or an environment variable may also set (see ``load_settings``).

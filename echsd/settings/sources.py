@@ -15,13 +15,6 @@ from echsd.settings.addresses import ListenAddress, parse_listen
 from echsd.settings.errors import SettingsError
 
 
-def default_state_dir(env: Mapping[str, str]) -> Path:
-    if env.get("ECHS_STATE_DIR"):
-        return Path(env["ECHS_STATE_DIR"]).expanduser()
-    xdg = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".local" / "state")
-    return Path(xdg).expanduser() / "echsd"
-
-
 def user_agents_md(env: Mapping[str, str]) -> Path:
     """The user's own AGENTS.md, read before any project's: ``$XDG_CONFIG_HOME/echsd/AGENTS.md``."""
     xdg = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")

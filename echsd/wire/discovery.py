@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from echsd.settings import default_state_dir
+from echsd.settings.state_dir import default_state_dir
 
 
 class DiscoveryError(Exception):
