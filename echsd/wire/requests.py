@@ -6,13 +6,17 @@ client_msg_id=None)``): the spec's ``positional`` params may be passed by positi
 param by keyword, and params left as None are not sent (except a nullable one passed as
 None, e.g. ``blackboard_set(key, None)``: a null value). Shared by the async ``Client``
 and the ``BlockingClient``.
+
+The methods are made on first use: the op table (``echsd.ops``, ~45 ms to import) is then
+loaded, so a command that only calls ``request`` (``echs status``) never pays for it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from echsd.wire.schema import OPS, OPS_BY_NAME, OpSpec
+if TYPE_CHECKING:
+    from echsd.wire.schema import OpSpec
 
 
 class RequestHelpers:
@@ -21,8 +25,16 @@ class RequestHelpers:
 
     async def _call(self, op: str, **params: Any) -> Any:
         """Send ``op`` with the params that are not None, and the nullable ones given as None."""
+        from echsd.wire.schema import OPS_BY_NAME
+
         spec = OPS_BY_NAME[op]
         return await self.request(op, {k: v for k, v in params.items() if v is not None or spec.by_name[k].nullable})
+
+    def __getattr__(self, name: str) -> Any:
+        """Called only for a name the class lacks: the request methods before they exist."""
+        if name.startswith("_") or not _install_methods():
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(self, name)
 
 
 def _method(spec: OpSpec) -> Callable[..., Awaitable[Any]]:
@@ -47,6 +59,18 @@ def _method(spec: OpSpec) -> Callable[..., Awaitable[Any]]:
     return method
 
 
-for _spec in OPS:
-    if _spec.method is not None:
-        setattr(RequestHelpers, _spec.method, _method(_spec))
+_installed = False
+
+
+def _install_methods() -> bool:
+    """Give ``RequestHelpers`` one method per op that names one; False when done before."""
+    global _installed
+    if _installed:
+        return False
+    from echsd.wire.schema import OPS
+
+    for spec in OPS:
+        if spec.method is not None:
+            setattr(RequestHelpers, spec.method, _method(spec))
+    _installed = True
+    return True

@@ -242,19 +242,22 @@ def test_connection_options_from_flags_and_env(state: Path, serve: Serve) -> Non
 @pytest.mark.parametrize("verb", ["status", "ls"])
 def test_only_client_modules_are_imported(state: Path, verb: str) -> None:
     """Startup stays instant: no daemon, store, codex, threads, tools, prompt_toolkit, and no
-    event loop at all (one-shot verbs use the blocking client, not trio)."""
+    event loop at all (one-shot verbs use the blocking client, not trio); ``status`` not
+    even the op table (the client's methods are made on first use) nor a TOML parser."""
     import subprocess
     import sys
 
     code = (
         "import sys\n"
         "from echsd.cli.echs_main import cli\n"
-        f"try:\n    cli(['--state-dir', {str(state)!r}, {verb!r}, '--json'])\n"
-        "except SystemExit:\n    pass\n"
-        "watched = ('echsd', 'prompt_toolkit', 'structlog', 'apsw', 'httpx', 'trio')\n"
+        f"try:\n    cli([{verb!r}, '--json'])\n"
+        "except SystemExit as done:\n    assert done.code == 0, done.code\n"
+        "watched = ('echsd', 'prompt_toolkit', 'structlog', 'apsw', 'httpx', 'trio', 'tomllib')\n"
         "sys.stderr.write(' '.join(sorted(m for m in sys.modules if m.startswith(watched))))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(state.parent), timeout=30)
+    env = clean_env(state.parent, ECHS_STATE_DIR=str(state))  # as found by default: no settings but that
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
+    assert result.returncode == 0, result.stderr
     loaded = result.stderr.split()
     assert "echsd.wire.blocking" in loaded
     heavy = [
@@ -263,6 +266,10 @@ def test_only_client_modules_are_imported(state: Path, verb: str) -> None:
         if m.startswith(("echsd.daemon", "echsd.store", "echsd.codex", "echsd.threads", "echsd.tools", "prompt_toolkit", "apsw", "httpx", "trio"))
     ]
     assert heavy == []
+    if verb == "status":
+        assert [m for m in loaded if m.startswith(("echsd.ops", "echsd.wire.schema", "tomllib"))] == []
+    else:
+        assert "echsd.wire.schema" in loaded  # ls calls a method: the table is made then
 
 
 async def test_ls_and_show_give_a_thread_s_name(state: Path) -> None:
