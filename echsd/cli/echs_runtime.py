@@ -9,7 +9,6 @@ turn error). Heavy imports (trio, the client library) happen inside ``run`` so t
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -187,6 +186,8 @@ def _leaves(exc: BaseException) -> Iterator[BaseException]:
 
 
 def dumps(value: Any, *, pretty: bool = False) -> str:
+    import json  # here: ``echs status`` without ``--json`` never needs it
+
     return json.dumps(value, ensure_ascii=False, indent=2 if pretty else None, default=str)
 
 

@@ -3,7 +3,6 @@ which suggests the nearest verbs for a mistyped one (``echs stat``)."""
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from typing import Any
 
@@ -35,6 +34,8 @@ class LazyGroup(click.Group):
             name = args[0] if args else ""
             verbs = self.list_commands(ctx)
             if name and name not in verbs:
+                import difflib  # only for a mistyped verb
+
                 near = [verb for verb in verbs if verb.startswith(name)] or difflib.get_close_matches(name, verbs, n=3, cutoff=0.6)
                 if near:
                     exc.message += f" Did you mean {' or '.join(repr(verb) for verb in near)}?"
