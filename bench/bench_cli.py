@@ -4,7 +4,7 @@ A real ``echsd serve --provider mock`` runs on a temporary state dir with 20 thr
 command is run as a fresh process (as a user would), once to warm up (the byte-code cache)
 and then N times, and the median, p90 and min
 are reported, next to the bare interpreter start (``python -c pass``) and the import of
-the client stack alone, which show where the time goes. Target: a median under 200 ms.
+the client stack alone, which show where the time goes. Target: a median under 120 ms (issue 25).
 
 ``main(["--quick"])`` runs 5 times instead of 20.
 """
