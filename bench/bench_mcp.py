@@ -25,6 +25,7 @@ from typing import Any, Awaitable, Callable
 
 import trio
 
+from bench.in_process import daemon_on_mock
 from bench.interleave import interleaved, summaries
 
 SERVER = Path(__file__).resolve().parent.parent / "tests" / "mcp" / "servers" / "stdio_server.py"
@@ -80,10 +81,6 @@ async def tool_calls(runs: int) -> dict[str, Any]:
 
 async def turns(runs: int) -> dict[str, Any]:
     """One turn with one call, through the in-process daemon on the mock model."""
-    from echsd.codex.mock import open_mock_upstream
-    from echsd.daemon import Daemon
-    from echsd.settings import load_settings
-
     from bench.bench_threads import directive
 
     with tempfile.TemporaryDirectory(prefix="echsd-bench-mcp-") as scratch:
@@ -92,12 +89,7 @@ async def turns(runs: int) -> dict[str, Any]:
         (state / "config.toml").write_text(f'[mcp_servers.demo]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\n')
         small = Path(scratch) / "small.txt"
         small.write_text("hello\n")
-        async with open_mock_upstream() as mock, trio.open_nursery() as nursery:
-            env = {"HOME": scratch, "CODEX_HOME": f"{scratch}/none"}
-            settings = load_settings({"state_dir": str(state), "provider": "openai", "base_url": mock.base_url}, env)
-            daemon = Daemon(settings)
-            await nursery.start(daemon.run)
-            assert daemon.ops is not None and daemon.hub is not None
+        async with daemon_on_mock(state, scratch) as (daemon, _mock):
             thread_id = (await daemon.ops.create_thread(cwd=scratch))["thread_id"]
 
             async def one_turn(name: str, arguments: dict[str, Any]) -> None:
@@ -115,8 +107,6 @@ async def turns(runs: int) -> dict[str, Any]:
                 "turn_mcp": lambda: one_turn("mcp__demo__echo", {"text": "hi"}),
             }
             samples = await interleaved(variants, runs)
-            daemon.request_stop()
-            await daemon.wait_stopped()
     result: dict[str, Any] = {"turn_runs": runs}
     result.update(summaries(samples))
     result["turn_overhead_p50_ms"] = round(result["turn_mcp_p50_ms"] - result["turn_builtin_p50_ms"], 3)

@@ -29,6 +29,7 @@ from typing import Any, Awaitable, Callable
 
 import trio
 
+from bench.in_process import daemon_on_mock
 from bench.interleave import interleaved, summaries
 
 IDENTITY = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
@@ -69,10 +70,6 @@ def raw_git(repo: Path, scratch: Path) -> float:
 
 
 async def turns(runs: int, files: int) -> dict[str, Any]:
-    from echsd.codex.mock import open_mock_upstream
-    from echsd.daemon import Daemon
-    from echsd.settings import load_settings
-
     from bench.bench_threads import directive
 
     with tempfile.TemporaryDirectory(prefix="echsd-bench-workspace-") as scratch:
@@ -81,12 +78,7 @@ async def turns(runs: int, files: int) -> dict[str, Any]:
         for directory in (state, plain, raw):
             directory.mkdir()
         make_repo(repo, files)
-        async with open_mock_upstream() as mock, trio.open_nursery() as nursery:
-            env = {"HOME": scratch, "CODEX_HOME": f"{scratch}/none"}
-            settings = load_settings({"state_dir": str(state), "provider": "openai", "base_url": mock.base_url}, env)
-            daemon = Daemon(settings)
-            await nursery.start(daemon.run)
-            assert daemon.ops is not None and daemon.hub is not None
+        async with daemon_on_mock(state, scratch) as (daemon, _mock):
             threads = {name: (await daemon.ops.create_thread(cwd=str(where)))["thread_id"] for name, where in (("plain", plain), ("repo", repo))}
             counter = iter(range(10**9))
 
@@ -109,8 +101,6 @@ async def turns(runs: int, files: int) -> dict[str, Any]:
                 "raw_git": raw_once,
             }
             samples = await interleaved(variants, runs)
-            daemon.request_stop()
-            await daemon.wait_stopped()
     result: dict[str, Any] = {"runs": runs, "files": files}
     result.update(summaries(samples))
     result["turn_overhead_p50_ms"] = round(result["turn_repo_p50_ms"] - result["turn_plain_p50_ms"], 3)
