@@ -146,12 +146,7 @@ class ThreadAgents:
 
     async def merge(self, agent_id: str) -> dict[str, Any]:
         """Merge a finished child's branch into this thread's cwd (its worktree or branch)."""
-        await self._check_own(agent_id)
-        try:
-            result: dict[str, Any] = await self._ops.run(Merge(thread_id=agent_id))
-        except EchsError as exc:
-            raise ToolError(f"cannot merge {agent_id}: {exc.message}") from None
-        return result
+        return await self._run_on_own(agent_id, Merge(thread_id=agent_id), "merge")
 
     async def send(self, agent_id: str, message: str, mode: str) -> dict[str, Any]:
         await self._check_own(agent_id)
@@ -191,11 +186,15 @@ class ThreadAgents:
         return {"agents": [_shown(view) for view in views], "timed_out": timer.cancelled_caught}
 
     async def kill(self, agent_id: str) -> dict[str, Any]:
+        return await self._run_on_own(agent_id, Kill(thread_id=agent_id), "kill")
+
+    async def _run_on_own(self, agent_id: str, op: Any, verb: str) -> dict[str, Any]:
+        """``op`` on one of this thread's own children; a refusal is the tool's error."""
         await self._check_own(agent_id)
         try:
-            result: dict[str, Any] = await self._ops.run(Kill(thread_id=agent_id))
+            result: dict[str, Any] = await self._ops.run(op)
         except EchsError as exc:
-            raise ToolError(f"cannot kill {agent_id}: {exc.message}") from None
+            raise ToolError(f"cannot {verb} {agent_id}: {exc.message}") from None
         return result
 
     async def list(self) -> list[dict[str, Any]]:
